@@ -1,0 +1,35 @@
+# Both targets create .venv themselves on a machine with only Python 3.11 and make.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint unit bench check-schema clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m gateway.demo.run_demo
+
+test: $(STAMP) lint
+	$(PY) -m coverage run -m pytest
+	$(PY) -m coverage report --skip-empty --fail-under=70
+
+unit: $(STAMP)
+	$(PY) -m pytest tests/unit
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check gateway tests bench examples
+	$(VENV)/bin/mypy
+	$(PY) -m gateway.policy.schema_export --check policies/schema.json
+
+bench: $(STAMP)
+	$(PY) bench/run_benchmarks.py
+
+clean:
+	rm -rf $(VENV) .coverage .mypy_cache .ruff_cache

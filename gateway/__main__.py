@@ -1,0 +1,4 @@
+"""python -m gateway"""
+from gateway.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,41 @@
+"""What the sans-IO core asks its edges to do. Frozen, small, no behaviour."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToUpstream:
+    """POST this message to the upstream session; `expects_response` for requests."""
+
+    message: dict[str, Any]
+    expects_response: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToHost:
+    """Write this message to the host on the stream being served."""
+
+    message: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckElicitation:
+    """An `elicitation/create` from the server that policy must decide on before the host sees it."""
+
+    message: dict[str, Any]
+    mode: str
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A message the core refused to pass on; the edge logs it (never its body)."""
+
+    event: str
+    reason: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+Command = ToUpstream | ToHost | CheckElicitation | Dropped

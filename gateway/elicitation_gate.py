@@ -1,0 +1,87 @@
+"""The async edge of policy: rate limits (state I/O), then the pure engine, then one audit line.
+
+Rate limits count every attempt a server makes, allowed or blocked. If the state
+backend cannot be reached the elicitation is blocked (fail closed).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from gateway.errors import ELICITATION_RATE_LIMITED, POLICY_UNAVAILABLE
+from gateway.logs import get_logger
+from gateway.policy.engine import Decision, PolicyEngine, block
+from gateway.policy.policy_config import ElicitationPolicy
+from gateway.state.errors import StateUnavailable
+from gateway.state.rate_limiter import RateLimiter
+
+log = get_logger("gateway.audit")
+
+
+class ElicitationGate:
+    def __init__(self, server: str, policy: ElicitationPolicy, limiter: RateLimiter | None) -> None:
+        self.server = server
+        self.policy = policy
+        self.engine = PolicyEngine(server, policy)
+        self._limiter = limiter
+
+    async def decide(self, params: Mapping[str, Any], *, session: str, user: str) -> Decision:
+        limited = await self._rate_limit(user)
+        if limited is not None and (self.policy.enforce or limited.rules == ("state.unavailable",)):
+            decision = limited
+        else:
+            decision = self.engine.decide(params)
+            if limited is not None:  # monitor mode: report the limit, change nothing
+                decision = Decision(
+                    "block", (*decision.rules, *limited.rules), limited.reason, decision.params,
+                    decision.changes, enforced=False,
+                )
+        self._audit(decision, params, session, user)
+        return decision
+
+    async def _rate_limit(self, user: str) -> Decision | None:
+        if self._limiter is None:
+            return None
+        checks = [(self.policy.rate_limit, ("server", self.server))]
+        if self.policy.rate_limit_per_user:
+            checks.append((self.policy.rate_limit_per_user, ("user", self.server, user)))
+        for spec, key in checks:
+            if not spec:
+                continue
+            try:
+                verdict = await self._limiter.hit(spec, *key)
+            except StateUnavailable:
+                return block("state.unavailable", "rate-limit state unreachable; blocked", code=POLICY_UNAVAILABLE)
+            if not verdict.allowed:
+                retry = math.ceil(verdict.retry_after_seconds * 1000) / 1000
+                scope = "per user" if key[0] == "user" else "per server"
+                return block(
+                    "rate_limit",
+                    f"rate limit {verdict.limit} {scope} exceeded",
+                    code=ELICITATION_RATE_LIMITED,
+                    data={"retryAfterSeconds": retry},
+                )
+        return None
+
+    def _audit(self, decision: Decision, params: Mapping[str, Any], session: str, user: str) -> None:
+        mode = params.get("mode", "form")
+        fields: dict[str, Any] = {
+            "server": self.server,
+            "session": session,
+            "user": user,
+            "mode": mode if isinstance(mode, str) else "invalid",
+            "decision": decision.decision,
+            "rules": list(decision.rules),
+            "reason": decision.reason,
+            "enforced": decision.enforced,
+        }
+        if decision.changes:
+            fields["changes"] = list(decision.changes)
+        if decision.stage_error:
+            fields["stage_error"] = decision.stage_error
+        if mode == "url" and isinstance(params.get("elicitationId"), str):
+            fields["elicitation_id"] = params["elicitationId"]
+        level = log.warning if decision.decision == "block" else log.info
+        level("elicitation.decision", **fields)

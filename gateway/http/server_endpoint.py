@@ -1,0 +1,398 @@
+"""`/servers/{name}/mcp`: the Streamable HTTP edge for one configured server.
+
+Bytes in, events to the sans-IO `HostSession`, its commands carried out here:
+POSTs upstream, SSE frames to the host, policy checks through the
+`ElicitationGate`. Exceptions become wire errors only through `error_to_wire`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from gateway.core.commands import CheckElicitation, Command, Dropped, ToHost, ToUpstream
+from gateway.core.host_session import HostSession
+from gateway.core.messages import SUPPORTED_VERSIONS, kind_of
+from gateway.elicitation_gate import ElicitationGate
+from gateway.errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    POLICY_UNAVAILABLE,
+    UPSTREAM_STREAM_LOST,
+    HostProtocolError,
+    UpstreamFailure,
+    UpstreamSessionGone,
+    error_to_wire,
+    jsonrpc_error,
+)
+from gateway.http.sse import frame
+from gateway.logs import get_logger
+from gateway.metrics import GatewayMetrics
+from gateway.upstream.connector import Upstream
+
+log = get_logger("gateway.http")
+
+SESSION_HEADER = "Mcp-Session-Id"
+VERSION_HEADER = "MCP-Protocol-Version"
+_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
+
+Emit = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+@dataclass
+class SessionRuntime:
+    core: HostSession
+    user: str
+    last_seen: float = field(default_factory=time.monotonic)
+    get_stream_open: bool = False
+
+
+class ServerEndpoint:
+    def __init__(
+        self,
+        name: str,
+        upstream: Upstream,
+        gate: ElicitationGate,
+        metrics: GatewayMetrics,
+        *,
+        max_sessions: int,
+    ) -> None:
+        self.name = name
+        self.upstream = upstream
+        self.gate = gate
+        self.metrics = metrics
+        self.max_sessions = max_sessions
+        self.sessions: dict[str, SessionRuntime] = {}
+
+    # -- HTTP verbs ----------------------------------------------------------
+
+    async def post(self, request: web.Request) -> web.StreamResponse:
+        msg = _parse_json(await request.read())
+        if isinstance(msg, list):
+            return await self._batch(request, msg)
+        if kind_of(msg) == "request" and msg["method"] == "initialize":
+            return await self._initialize(msg)
+        if kind_of(msg) == "request" and msg["method"] == "server/discover" and SESSION_HEADER not in request.headers:
+            # 2026-07-28 discovery is not served yet: an error makes SDK clients fall back to initialize.
+            return web.json_response(
+                jsonrpc_error(msg["id"], METHOD_NOT_FOUND, "server/discover is not served; use initialize"),
+                dumps=_dumps,
+            )
+        rt = self._session(request)
+        commands = rt.core.from_host(msg)
+        if kind_of(msg) == "request":
+            return await self._answer_request(request, rt, msg, commands)
+        await self._run_oneway(rt, commands)
+        return web.Response(status=202)
+
+    async def get(self, request: web.Request) -> web.StreamResponse:
+        rt = self._session(request)
+        if rt.get_stream_open:
+            raise HostProtocolError(409, INVALID_REQUEST, "a standalone stream is already open for this session")
+        core = rt.core
+        assert core.upstream_session_id is not None or True
+        rt.get_stream_open = True
+        try:
+            async with self.upstream.open_stream(
+                session_id=core.upstream_session_id or "", protocol_version=core.upstream_version
+            ) as reply:
+                if reply.status == 405:
+                    return web.Response(status=405, headers={"Allow": "POST, DELETE"})
+                resp = await self._open_sse(request, rt)
+                try:
+                    async for upstream_msg in reply.messages:
+                        for out in await self._from_upstream(rt, upstream_msg):
+                            await resp.write(frame(orjson.dumps(out)))
+                except UpstreamFailure as exc:
+                    log.warning("stream.lost", server=self.name, session=core.session_id, reason=exc.message)
+                except (ConnectionResetError, web.HTTPException):
+                    pass
+                return resp
+        finally:
+            rt.get_stream_open = False
+
+    async def delete(self, request: web.Request) -> web.StreamResponse:
+        rt = self._session(request)
+        await self.end_session(rt.core.session_id, reason="host_delete")
+        return web.Response(status=200)
+
+    # -- sessions ------------------------------------------------------------
+
+    def _session(self, request: web.Request) -> SessionRuntime:
+        sid = request.headers.get(SESSION_HEADER)
+        if not sid:
+            raise HostProtocolError(400, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+        rt = self.sessions.get(sid)
+        if rt is None:
+            raise HostProtocolError(404, INVALID_REQUEST, "Session not found")
+        version = request.headers.get(VERSION_HEADER)
+        if version is not None and version not in SUPPORTED_VERSIONS:
+            raise HostProtocolError(400, INVALID_REQUEST, f"Unsupported protocol version: {version[:40]}")
+        rt.last_seen = time.monotonic()
+        return rt
+
+    async def end_session(self, sid: str, *, reason: str) -> None:
+        rt = self.sessions.pop(sid, None)
+        if rt is None:
+            return
+        self.metrics.sessions.labels(self.name).set(len(self.sessions))
+        log.info("session.ended", server=self.name, session=sid, reason=reason)
+        if rt.core.upstream_session_id is not None:
+            try:
+                await self.upstream.end_session(
+                    session_id=rt.core.upstream_session_id, protocol_version=rt.core.upstream_version
+                )
+            except UpstreamFailure as exc:
+                log.warning("session.upstream_end_failed", server=self.name, session=sid, reason=exc.message)
+
+    async def expire_idle(self, idle_seconds: float) -> None:
+        cutoff = time.monotonic() - idle_seconds
+        for sid in [s for s, rt in self.sessions.items() if rt.last_seen < cutoff and not rt.get_stream_open]:
+            await self.end_session(sid, reason="idle_timeout")
+
+    async def _initialize(self, msg: dict[str, Any]) -> web.StreamResponse:
+        if len(self.sessions) >= self.max_sessions:
+            raise HostProtocolError(503, INTERNAL_ERROR, "too many sessions", msg["id"])
+        sid = uuid.uuid4().hex
+        core = HostSession(self.name, sid, tuple(self.gate.policy.modes))
+        rt = SessionRuntime(core, user=sid)  # until host auth exists, the identity is the session
+        started = time.monotonic()
+        replies: list[dict[str, Any]] = []
+        commands = core.from_host(msg)
+        out = next(c.message for c in commands if isinstance(c, ToUpstream))
+        try:
+            async with self.upstream.post(orjson.dumps(out), session_id=None, protocol_version=None) as reply:
+                core.upstream_session_id = reply.session_id
+                async for upstream_msg in reply.messages:
+                    replies.extend(await self._from_upstream(rt, upstream_msg))
+        except UpstreamFailure as exc:
+            self._request_log("initialize", sid, started, "upstream_error")
+            status, body = error_to_wire(exc, msg["id"])
+            return web.json_response(body, status=status, dumps=_dumps)
+        answer = next((r for r in replies if r.get("id") == msg["id"]), None)
+        if answer is None:
+            answer = jsonrpc_error(msg["id"], UPSTREAM_STREAM_LOST, f"server {self.name!r} did not answer initialize")
+        if "result" not in answer:
+            self._request_log("initialize", sid, started, "error")
+            return web.json_response(answer, status=200, dumps=_dumps)
+        self.sessions[sid] = rt
+        self.metrics.sessions.labels(self.name).set(len(self.sessions))
+        log.info(
+            "session.created", server=self.name, session=sid,
+            host_version=core.host_version, upstream_version=core.upstream_version,
+            offered_modes=sorted(core.offered),
+        )
+        self._request_log("initialize", sid, started, "ok")
+        return web.json_response(answer, headers={SESSION_HEADER: sid}, dumps=_dumps)
+
+    # -- requests --------------------------------------------------------------
+
+    async def _answer_request(
+        self, request: web.Request, rt: SessionRuntime, msg: dict[str, Any], commands: list[Command]
+    ) -> web.StreamResponse:
+        started = time.monotonic()
+        local = [c.message for c in commands if isinstance(c, ToHost)]
+        forward = next((c.message for c in commands if isinstance(c, ToUpstream)), None)
+        if forward is None:
+            self._request_log(msg["method"], rt.core.session_id, started, "local")
+            return web.json_response(local[0], dumps=_dumps)
+        outcome = "ok"
+        try:
+            async with self.upstream.post(
+                orjson.dumps(forward), session_id=rt.core.upstream_session_id,
+                protocol_version=rt.core.upstream_version,
+            ) as reply:
+                if not reply.streaming:
+                    collected: list[dict[str, Any]] = []
+                    async for upstream_msg in reply.messages:
+                        collected.extend(await self._from_upstream(rt, upstream_msg))
+                    collected.extend(self._fail_unanswered(rt, forward["id"], "server gave no answer"))
+                    outcome = "error" if any("error" in m for m in collected) else "ok"
+                    return web.json_response(collected[0] if len(collected) == 1 else collected, dumps=_dumps)
+                resp = await self._open_sse(request, rt)
+
+                async def emit(out: dict[str, Any]) -> None:
+                    await resp.write(frame(orjson.dumps(out)))
+
+                outcome = await self._relay(rt, reply.messages, forward["id"], emit)
+                return resp
+        except UpstreamSessionGone as exc:
+            outcome = "upstream_session_gone"
+            await self.end_session(rt.core.session_id, reason="upstream_session_gone")
+            status, body = error_to_wire(exc, msg["id"])
+            return web.json_response(body, status=status, dumps=_dumps)
+        except UpstreamFailure as exc:
+            outcome = "upstream_error"
+            self._fail_unanswered(rt, forward["id"], exc.message)
+            status, body = error_to_wire(exc, msg["id"])
+            return web.json_response(body, status=status, dumps=_dumps)
+        finally:
+            self._request_log(msg["method"], rt.core.session_id, started, outcome)
+
+    async def _relay(self, rt: SessionRuntime, messages: Any, upstream_id: int, emit: Emit) -> str:
+        """Relay one upstream SSE stream to the host until it ends, the host leaves, or it breaks."""
+        try:
+            async for upstream_msg in messages:
+                for out in await self._from_upstream(rt, upstream_msg):
+                    await emit(out)
+        except UpstreamFailure as exc:
+            for out in self._fail_unanswered(rt, upstream_id, exc.message):
+                await _quietly(emit, out)
+            return "upstream_stream_lost"
+        except (ConnectionResetError, web.HTTPException):
+            return "host_disconnected"
+        lost = self._fail_unanswered(rt, upstream_id, f"server {self.name!r} closed the stream without answering")
+        for out in lost:
+            await _quietly(emit, out)
+        return "upstream_stream_lost" if lost else "ok"
+
+    def _fail_unanswered(self, rt: SessionRuntime, upstream_id: int, reason: str) -> list[dict[str, Any]]:
+        return [
+            c.message
+            for c in rt.core.upstream_lost([upstream_id], reason, UPSTREAM_STREAM_LOST)
+            if isinstance(c, ToHost)
+        ]
+
+    async def _batch(self, request: web.Request, batch: list[Any]) -> web.StreamResponse:
+        """JSON-RPC batches (2025-03-26 only): one SSE stream carries every answer."""
+        rt = self._session(request)
+        if not batch:
+            raise HostProtocolError(400, INVALID_REQUEST, "empty batch")
+        if rt.core.host_version != "2025-03-26":
+            raise HostProtocolError(400, INVALID_REQUEST, f"batches are not allowed in {rt.core.host_version}")
+        requests = [m for m in batch if kind_of(m) == "request"]
+        if not requests:
+            for m in batch:
+                await self._run_oneway(rt, rt.core.from_host(m))
+            return web.Response(status=202)
+        resp = await self._open_sse(request, rt)
+
+        async def emit(out: dict[str, Any]) -> None:
+            await resp.write(frame(orjson.dumps(out)))
+
+        for m in batch:
+            commands = rt.core.from_host(m)
+            if kind_of(m) != "request":
+                await self._run_oneway(rt, commands)
+                continue
+            for c in commands:
+                if isinstance(c, ToHost):
+                    await emit(c.message)
+                elif isinstance(c, ToUpstream):
+                    await self._relay_into(rt, c.message, emit)
+        return resp
+
+    async def _relay_into(self, rt: SessionRuntime, forward: dict[str, Any], emit: Emit) -> None:
+        try:
+            async with self.upstream.post(
+                orjson.dumps(forward), session_id=rt.core.upstream_session_id,
+                protocol_version=rt.core.upstream_version,
+            ) as reply:
+                await self._relay(rt, reply.messages, forward["id"], emit)
+        except UpstreamFailure as exc:
+            for out in self._fail_unanswered(rt, forward["id"], exc.message):
+                await emit(out)
+
+    # -- upstream -> host --------------------------------------------------------
+
+    async def _from_upstream(self, rt: SessionRuntime, msg: Any) -> list[dict[str, Any]]:
+        """Run the core on one upstream message; return what goes to the host."""
+        return await self._execute(rt, rt.core.from_upstream(msg))
+
+    async def _execute(self, rt: SessionRuntime, commands: list[Command]) -> list[dict[str, Any]]:
+        to_host: list[dict[str, Any]] = []
+        for c in commands:
+            if isinstance(c, ToHost):
+                to_host.append(c.message)
+            elif isinstance(c, ToUpstream):
+                await self._post_oneway(rt, c.message)
+            elif isinstance(c, CheckElicitation):
+                to_host.extend(await self._execute(rt, await self._police(rt, c)))
+            elif isinstance(c, Dropped):
+                self._dropped(rt, c)
+        return to_host
+
+    async def _police(self, rt: SessionRuntime, check: CheckElicitation) -> list[Command]:
+        params = check.message["params"]
+        try:
+            decision = await self.gate.decide(params, session=rt.core.session_id, user=rt.user)
+        except Exception as exc:  # fail closed: a policy failure never lets the request through
+            log.error("elicitation.policy_failed", server=self.name, session=rt.core.session_id,
+                      error_type=type(exc).__name__)
+            return rt.core.refuse_server_request(check.message, POLICY_UNAVAILABLE, "elicitation policy failed; blocked")
+        self.metrics.decisions.labels(self.name, decision.decision).inc()
+        for rule in decision.rules:
+            self.metrics.rules.labels(self.name, rule).inc()
+        if decision.params is None:
+            return rt.core.refuse_server_request(
+                check.message, decision.error_code,
+                f"elicitation blocked by gateway policy (rule {decision.rules[-1]}): {decision.reason}",
+                decision.error_data,
+            )
+        return rt.core.deliver_elicitation(check.message, decision.params)
+
+    async def _run_oneway(self, rt: SessionRuntime, commands: list[Command]) -> None:
+        for c in commands:
+            if isinstance(c, ToUpstream):
+                await self._post_oneway(rt, c.message)
+            elif isinstance(c, Dropped):
+                self._dropped(rt, c)
+                raise HostProtocolError(400, INVALID_REQUEST, c.reason)
+            elif isinstance(c, ToHost):
+                raise HostProtocolError(400, c.message["error"]["code"], c.message["error"]["message"])
+
+    async def _post_oneway(self, rt: SessionRuntime, message: dict[str, Any]) -> None:
+        """Notifications and responses upstream: the upstream answers 202 and no body."""
+        try:
+            async with self.upstream.post(
+                orjson.dumps(message), session_id=rt.core.upstream_session_id,
+                protocol_version=rt.core.upstream_version,
+            ) as reply:
+                async for _ in reply.messages:
+                    pass
+        except UpstreamFailure as exc:
+            log.warning("upstream.post_failed", server=self.name, session=rt.core.session_id, reason=exc.message)
+
+    # -- helpers -------------------------------------------------------------------
+
+    async def _open_sse(self, request: web.Request, rt: SessionRuntime) -> web.StreamResponse:
+        resp = web.StreamResponse(status=200, headers={**_SSE_HEADERS, SESSION_HEADER: rt.core.session_id})
+        await resp.prepare(request)
+        return resp
+
+    def _dropped(self, rt: SessionRuntime, c: Dropped) -> None:
+        self.metrics.dropped.labels(self.name, c.event).inc()
+        log.warning(c.event, server=self.name, session=rt.core.session_id, reason=c.reason, **c.fields)
+
+    def _request_log(self, method: str, session: str, started: float, outcome: str) -> None:
+        elapsed = time.monotonic() - started
+        self.metrics.requests.labels(self.name, method, outcome).inc()
+        self.metrics.request_seconds.labels(self.name).observe(elapsed)
+        log.info("request", server=self.name, session=session, method=method,
+                 duration_ms=round(elapsed * 1000, 2), outcome=outcome)
+
+
+def _parse_json(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise HostProtocolError(400, PARSE_ERROR, "Parse error: body is not valid JSON") from None
+
+
+def _dumps(obj: Any) -> str:
+    return orjson.dumps(obj).decode()
+
+
+async def _quietly(emit: Emit, out: dict[str, Any]) -> None:
+    try:
+        await emit(out)
+    except (ConnectionResetError, web.HTTPException):
+        pass

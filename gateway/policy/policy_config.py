@@ -1,0 +1,88 @@
+"""The policy file (YAML) as frozen pydantic models; see shared contract and docs/policy.md."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Mode = Literal["form", "url"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _check_rate_spec(value: str | None) -> str | None:
+    if value is None:
+        return None
+    from limits import parse_many  # local: keeps the import cost off module load
+
+    try:
+        parsed = parse_many(value)
+    except ValueError as exc:
+        raise ValueError(f"not a rate limit in limits notation (e.g. '5/second;100/hour'): {exc}") from None
+    if not parsed:
+        raise ValueError("empty rate limit")
+    return value
+
+
+class UrlModePolicy(_Frozen):
+    allowed_hosts: tuple[str, ...] = ()
+    """Hosts URL-mode targets may point at; `*.example.org` matches subdomains. Empty: any https host."""
+    allow_ip_literals: bool = False
+    allow_punycode: bool = False
+    max_url_length: int = Field(default=2048, ge=16, le=65536)
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts_are_plain(cls, hosts: tuple[str, ...]) -> tuple[str, ...]:
+        for host in hosts:
+            bare = host[2:] if host.startswith("*.") else host
+            if not bare or "/" in bare or ":" in bare or "*" in bare or " " in bare:
+                raise ValueError(f"{host!r} is not a host name or '*.' wildcard")
+        return tuple(h.lower().rstrip(".") for h in hosts)
+
+
+class SchemaBounds(_Frozen):
+    max_properties: int = Field(default=32, ge=1)
+    max_enum_values: int = Field(default=100, ge=1)
+    max_text_length: int = Field(default=2000, ge=1)
+    max_message_length: int = Field(default=4000, ge=1)
+    max_name_length: int = Field(default=64, ge=1)
+
+
+class ElicitationPolicy(_Frozen):
+    modes: tuple[Mode, ...] = ("form", "url")
+    """Modes this server may use; empty means no elicitation at all."""
+    enforce: bool = True
+    """False is monitor mode: decisions are computed and logged, nothing is blocked or changed."""
+    rate_limit: str | None = None
+    """Per server, limits notation, several windows allowed: '5/second;100/hour'."""
+    rate_limit_per_user: str | None = None
+    """Optional extra limit per (user, server)."""
+    sensitive_fields: Literal["block", "allow"] = "block"
+    sensitive_terms: tuple[str, ...] = ()
+    """Extra words or phrases that name a secret in this organisation (e.g. 'vault pin')."""
+    allowed_fields: tuple[str, ...] = ()
+    """Property names never treated as sensitive (e.g. 'token_budget')."""
+    form_urls: Literal["strip", "allow"] = "strip"
+    tag_origin: bool = True
+    url_mode: UrlModePolicy = UrlModePolicy()
+    schema_bounds: SchemaBounds = SchemaBounds()
+
+    @field_validator("modes")
+    @classmethod
+    def _unique_modes(cls, modes: tuple[Mode, ...]) -> tuple[Mode, ...]:
+        if len(set(modes)) != len(modes):
+            raise ValueError("modes must not repeat")
+        return modes
+
+    @field_validator("rate_limit", "rate_limit_per_user")
+    @classmethod
+    def _rate_spec(cls, value: str | None) -> str | None:
+        return _check_rate_spec(value)
+
+
+class PolicyFile(_Frozen):
+    elicitation: ElicitationPolicy = ElicitationPolicy()

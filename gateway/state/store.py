@@ -1,0 +1,89 @@
+"""The state interface shared by gateway replicas, and how to open one.
+
+Two backends implement it with identical behaviour (one contract test suite
+runs against both): `MemoryStateStore` for a single process, `RedisStateStore`
+when several replicas must serve any request of any session.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from gateway.state.memory_store import MemoryStateStore
+from gateway.state.owner import Owner, OwnerKey
+from gateway.state.redis_store import RedisStateStore
+
+__all__ = [
+    "MemoryStateStore",
+    "Owner",
+    "OwnerKey",
+    "RedisStateStore",
+    "StateStore",
+    "open_state_store",
+]
+
+DEFAULT_PREFIX = "mcpgw:"
+
+
+class StateStore(Protocol):
+    """Every operation raises `StateUnavailable` when the backend is unreachable."""
+
+    # -- host sessions: JSON records with a sliding TTL ---------------------------------
+    async def put_session(self, session_id: str, record: dict[str, Any], ttl_s: float) -> None: ...
+
+    async def get_session(self, session_id: str) -> dict[str, Any] | None: ...
+
+    async def touch_session(self, session_id: str, ttl_s: float) -> bool:
+        """Reset the TTL; False if the session does not exist (expired or deleted)."""
+        ...
+
+    async def delete_session(self, session_id: str) -> bool: ...
+
+    # -- URL-mode elicitation ownership --------------------------------------------------
+    async def register_owner(self, key: OwnerKey, owner: Owner, ttl_s: float) -> None:
+        """Record (or replace) the owner of a pending elicitation."""
+        ...
+
+    async def owner_of(self, key: OwnerKey) -> Owner | None:
+        """The owner while the elicitation is pending; None once completed or unknown."""
+        ...
+
+    async def complete(self, key: OwnerKey, grace_s: float) -> Owner | None:
+        """Atomically claim the completion: the owner to the first caller (on any
+        replica), None to every replay; the record is forgotten after grace_s."""
+        ...
+
+    # -- events buffered while a host session has no stream open -------------------------
+    async def append_event(
+        self, host_session: str, payload: bytes, ttl_s: float, max_events: int = 1000
+    ) -> str:
+        """Buffer a payload, return its event id ("1", "2", ...; increasing per session).
+        Keeps the newest max_events; the buffer expires ttl_s after the last append."""
+        ...
+
+    async def events_after(self, host_session: str, last_event_id: str | None) -> list[tuple[str, bytes]]:
+        """Buffered (id, payload) after last_event_id, oldest first; all of them when
+        last_event_id is None, not an id issued here, or from an expired buffer."""
+        ...
+
+    async def drop_events(self, host_session: str) -> None:
+        """Forget buffered payloads; ids keep increasing while the counter lives."""
+        ...
+
+    # -- lifecycle ----------------------------------------------------------------------
+    async def ping(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+def open_state_store(
+    url: str | None, backend: Literal["memory", "redis"], prefix: str = DEFAULT_PREFIX
+) -> StateStore:
+    """Create the configured store. Does no I/O: call `ping()` to check reachability."""
+    if backend == "memory":
+        return MemoryStateStore()
+    if backend == "redis":
+        if not url:
+            raise ValueError("state.backend 'redis' needs state.url, e.g. redis://127.0.0.1:6379/0")
+        return RedisStateStore(url, prefix=prefix)
+    raise ValueError(f"unknown state backend {backend!r}; expected 'memory' or 'redis'")

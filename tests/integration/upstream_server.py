@@ -1,0 +1,95 @@
+"""The upstream MCP server integration tests put behind the gateway: the real SDK, real HTTP.
+
+Run: python upstream_server.py PORT. Tools let a test make the server send any
+elicitation, report what it saw, or die in the middle of a stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+import uvicorn
+from pydantic import BaseModel
+
+from mcp.server.mcpserver import Context, MCPServer
+
+mcp = MCPServer("upstream")
+
+
+class Name(BaseModel):
+    name: str
+
+
+@mcp.tool()
+def echo(text: str) -> str:
+    return text
+
+
+@mcp.tool()
+def client_caps(ctx: Context) -> str:
+    """What this upstream session was told in initialize."""
+    params = ctx.request_context.session.client_params
+    assert params is not None
+    return json.dumps(
+        {
+            "capabilities": params.capabilities.model_dump(mode="json", exclude_none=True, by_alias=True),
+            "protocolVersion": params.protocol_version,
+        }
+    )
+
+
+@mcp.tool()
+async def ask_name(ctx: Context) -> str:
+    result = await ctx.elicit("What is your name?", Name)
+    data = result.data.name if result.action == "accept" else None  # type: ignore[union-attr]
+    return json.dumps({"action": result.action, "name": data})
+
+
+@mcp.tool()
+async def elicit_raw(params_json: str, ctx: Context) -> str:
+    """Send `elicitation/create` with exactly these params; return the host's answer or the error."""
+    params: dict[str, Any] = json.loads(params_json)
+    outbound = ctx.request_context.session._request_outbound  # test-only: raw params, no SDK validation
+    try:
+        result = await outbound.send_raw_request("elicitation/create", params, None)
+    except Exception as exc:  # the gateway's JSON-RPC error surfaces here
+        error = getattr(exc, "error", None)
+        return json.dumps(
+            {
+                "error": {
+                    "code": getattr(error, "code", None),
+                    "message": getattr(error, "message", str(exc)),
+                    "data": getattr(error, "data", None),
+                }
+            }
+        )
+    return json.dumps({"result": result})
+
+
+@mcp.tool()
+async def slow_echo(text: str, seconds: float, ctx: Context) -> str:
+    await ctx.report_progress(0.5, 1.0, "half way")
+    await asyncio.sleep(seconds)
+    return text
+
+
+@mcp.tool()
+async def die_mid_stream(ctx: Context) -> str:
+    """Send a progress notification on the response stream, then kill the process."""
+    await ctx.report_progress(0.1, 1.0, "about to die")
+    await asyncio.sleep(0.2)
+    os._exit(3)
+
+
+def main() -> None:
+    port = int(sys.argv[1])
+    app = mcp.streamable_http_app()
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
