@@ -84,15 +84,23 @@ def upstream_server(tmp: Path, name: str = "upstream") -> Iterator[Proc]:
         yield p
 
 
+ServerSpec = str | Mapping[str, Any]
+
+
+def stdio_spec() -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(HERE / "upstream_server.py"), "stdio"]}
+
+
 def write_gateway_config(
-    tmp: Path, servers: Mapping[str, tuple[str, Mapping[str, Any]]], state: Mapping[str, Any] | None = None
+    tmp: Path, servers: Mapping[str, tuple[ServerSpec, Mapping[str, Any]]], state: Mapping[str, Any] | None = None
 ) -> Path:
-    """servers: name -> (upstream url, elicitation policy mapping)."""
+    """servers: name -> (upstream url or server config mapping, elicitation policy mapping)."""
     cfg_servers = {}
-    for name, (url, policy) in servers.items():
+    for name, (spec, policy) in servers.items():
         policy_path = tmp / f"policy-{name}.yaml"
         policy_path.write_text(yaml.safe_dump({"elicitation": dict(policy)}))
-        cfg_servers[name] = {"url": url, "policy": policy_path.name}
+        base = {"url": spec} if isinstance(spec, str) else dict(spec)
+        cfg_servers[name] = {**base, "policy": policy_path.name}
     config = {
         "listen": {"host": "127.0.0.1", "port": 0},
         "state": dict(state or {"backend": "memory"}),
@@ -106,7 +114,7 @@ def write_gateway_config(
 
 @contextmanager
 def gateway(
-    tmp: Path, servers: Mapping[str, tuple[str, Mapping[str, Any]]], state: Mapping[str, Any] | None = None
+    tmp: Path, servers: Mapping[str, tuple[ServerSpec, Mapping[str, Any]]], state: Mapping[str, Any] | None = None
 ) -> Iterator[Proc]:
     config = write_gateway_config(tmp, servers, state)
     port = free_port()

@@ -86,6 +86,9 @@ async def die_mid_stream(ctx: Context) -> str:
 
 
 def main() -> None:
+    if sys.argv[1] == "stdio":
+        mcp.run("stdio")
+        return
     port = int(sys.argv[1])
     app = mcp.streamable_http_app()
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
