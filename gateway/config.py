@@ -49,6 +49,12 @@ class StateConfig(_Frozen):
 class SessionsConfig(_Frozen):
     idle_timeout_seconds: float = Field(default=3600.0, gt=0)
     max_sessions: int = Field(default=10000, ge=1)
+    buffer_ttl_seconds: float = Field(default=600.0, gt=0)
+    """How long messages wait for a host that has no stream open."""
+    elicitation_owner_ttl_seconds: float = Field(default=3600.0, gt=0)
+    """How long a pending URL-mode elicitation stays routable to its owner."""
+    completion_grace_seconds: float = Field(default=300.0, ge=0)
+    """How long a completed elicitationId is remembered, so replays are recognised and dropped."""
 
 
 class LoggingConfig(_Frozen):

@@ -44,7 +44,7 @@ class ElicitationGate:
     async def _rate_limit(self, user: str) -> Decision | None:
         if self._limiter is None:
             return None
-        checks = [(self.policy.rate_limit, ("server", self.server))]
+        checks: list[tuple[str | None, tuple[str, ...]]] = [(self.policy.rate_limit, ("server", self.server))]
         if self.policy.rate_limit_per_user:
             checks.append((self.policy.rate_limit_per_user, ("user", self.server, user)))
         for spec, key in checks:

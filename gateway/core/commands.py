@@ -30,6 +30,22 @@ class CheckElicitation:
 
 
 @dataclass(frozen=True, slots=True)
+class RouteCompletion:
+    """`notifications/elicitation/complete` from the server: deliver only to the owner, via the registry."""
+
+    message: dict[str, Any]
+    elicitation_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckUrlRequired:
+    """A -32042 error answering a host request: each URL elicitation in it must pass policy."""
+
+    message: dict[str, Any]
+    entries: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Dropped:
     """A message the core refused to pass on; the edge logs it (never its body)."""
 
@@ -38,4 +54,4 @@ class Dropped:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-Command = ToUpstream | ToHost | CheckElicitation | Dropped
+Command = ToUpstream | ToHost | CheckElicitation | RouteCompletion | CheckUrlRequired | Dropped

@@ -12,10 +12,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.core.capabilities import host_elicitation_modes, offered_modes, rewrite_initialize_params
-from gateway.core.commands import CheckElicitation, Command, Dropped, ToHost, ToUpstream
+from gateway.core.commands import (
+    CheckElicitation,
+    CheckUrlRequired,
+    Command,
+    Dropped,
+    RouteCompletion,
+    ToHost,
+    ToUpstream,
+)
 from gateway.core.id_map import IdMap
 from gateway.core.messages import LATEST_VERSION, kind_of, result, version_at_most
-from gateway.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, jsonrpc_error
+from gateway.errors import (
+    ELICITATION_BLOCKED,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    URL_ELICITATION_REQUIRED,
+    jsonrpc_error,
+)
 
 # Requests the gateway answers itself on the host hop.
 _LOCAL_PING = "ping"
@@ -131,6 +146,11 @@ class HostSession:
             return [Dropped("upstream.response_dropped", "response to no pending request")]
         self.host_requests.release(msg["id"])
         out = {**msg, "id": host_id}
+        error = msg.get("error")
+        if isinstance(error, dict) and error.get("code") == URL_ELICITATION_REQUIRED:
+            data = error.get("data")
+            entries = data.get("elicitations") if isinstance(data, dict) else None
+            return [CheckUrlRequired(out, tuple(entries) if isinstance(entries, list) else ())]
         if msg["id"] == self._init_upstream_id and isinstance(msg.get("result"), dict):
             self._init_upstream_id = None
             res = msg["result"]
@@ -168,6 +188,21 @@ class HostSession:
             params = {k: v for k, v in params.items() if k != "mode"}
         return [self._forward_server_request(msg, {**msg, "params": params})]
 
+    def url_required_outcome(self, msg: dict[str, Any], kept: list[dict[str, Any]], refused: int) -> list[Command]:
+        """The -32042 error with only the entries policy let through, or a plain error if none is left."""
+        error = msg["error"]
+        if kept:
+            data = {**error.get("data", {}), "elicitations": kept}
+            return [ToHost({**msg, "error": {**error, "data": data}})]
+        return [
+            ToHost(
+                jsonrpc_error(
+                    msg["id"], ELICITATION_BLOCKED,
+                    f"server {self.server!r} requires {refused} URL elicitation(s) that gateway policy refused",
+                )
+            )
+        ]
+
     def refuse_server_request(self, msg: dict[str, Any], code: int, message: str, data: Any = None) -> list[Command]:
         return [ToUpstream(jsonrpc_error(msg["id"], code, message, data))]
 
@@ -186,6 +221,11 @@ class HostSession:
             self.pending_server.pop(issued, None)
             self.server_requests.release(issued)
             return [ToHost({**msg, "params": {**params, "requestId": issued}})]
+        if method == "notifications/elicitation/complete":
+            eid = params.get("elicitationId") if isinstance(params, dict) else None
+            if not isinstance(eid, str) or not eid:
+                return [Dropped("elicitation.complete_dropped", "no elicitationId")]
+            return [RouteCompletion(msg, eid)]
         return [ToHost(msg)]
 
     # -- edge events -------------------------------------------------------

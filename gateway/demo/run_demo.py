@@ -30,7 +30,7 @@ def _wait(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> No
 
 def main() -> None:
     cfg = load_config(CONFIG)
-    demo = subprocess.Popen(
+    demo = subprocess.Popen(  # noqa: S603 - our own interpreter and module
         [sys.executable, "-m", "gateway.demo.demo_server", "--host", "127.0.0.1", "--port", str(DEMO_PORT)]
     )
     try:

@@ -88,7 +88,11 @@ def create_app(cfg: LoadedConfig) -> web.Application:
             build_upstream(name, cfg),
             ElicitationGate(name, cfg.policies[name].elicitation, limiter),
             metrics,
+            state,
             max_sessions=gw.sessions.max_sessions,
+            buffer_ttl=gw.sessions.buffer_ttl_seconds,
+            owner_ttl=gw.sessions.elicitation_owner_ttl_seconds,
+            completion_grace=gw.sessions.completion_grace_seconds,
         )
         for name in gw.servers
     }

@@ -7,6 +7,8 @@ POSTs upstream, SSE frames to the host, policy checks through the
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -16,7 +18,15 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from gateway.core.commands import CheckElicitation, Command, Dropped, ToHost, ToUpstream
+from gateway.core.commands import (
+    CheckElicitation,
+    CheckUrlRequired,
+    Command,
+    Dropped,
+    RouteCompletion,
+    ToHost,
+    ToUpstream,
+)
 from gateway.core.host_session import HostSession
 from gateway.core.messages import SUPPORTED_VERSIONS, kind_of
 from gateway.elicitation_gate import ElicitationGate
@@ -33,26 +43,40 @@ from gateway.errors import (
     error_to_wire,
     jsonrpc_error,
 )
+from gateway.http.host_outbox import HostOutbox
 from gateway.http.sse import frame
 from gateway.logs import get_logger
 from gateway.metrics import GatewayMetrics
+from gateway.state.errors import StateUnavailable
+from gateway.state.owner import Owner, OwnerKey
+from gateway.state.store import StateStore
 from gateway.upstream.connector import Upstream
 
 log = get_logger("gateway.http")
 
 SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
-_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
+_SSE_HEADERS = {
+    "Content-Type": "text/event-stream",
+    "Cache-Control": "no-cache, no-transform",
+    "X-Accel-Buffering": "no",
+}
 
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
+_KEEPALIVE_SECONDS = 15.0
+_LISTENER_RETRIES = 3
 
 
 @dataclass
 class SessionRuntime:
     core: HostSession
     user: str
+    outbox: HostOutbox
     last_seen: float = field(default_factory=time.monotonic)
     get_stream_open: bool = False
+    standalone_supported: bool = True
+    listener: asyncio.Task[None] | None = None
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class ServerEndpoint:
@@ -62,14 +86,22 @@ class ServerEndpoint:
         upstream: Upstream,
         gate: ElicitationGate,
         metrics: GatewayMetrics,
+        store: StateStore,
         *,
         max_sessions: int,
+        buffer_ttl: float,
+        owner_ttl: float,
+        completion_grace: float,
     ) -> None:
         self.name = name
         self.upstream = upstream
         self.gate = gate
         self.metrics = metrics
+        self.store = store
         self.max_sessions = max_sessions
+        self.buffer_ttl = buffer_ttl
+        self.owner_ttl = owner_ttl
+        self.completion_grace = completion_grace
         self.sessions: dict[str, SessionRuntime] = {}
 
     # -- HTTP verbs ----------------------------------------------------------
@@ -91,33 +123,60 @@ class ServerEndpoint:
         if kind_of(msg) == "request":
             return await self._answer_request(request, rt, msg, commands)
         await self._run_oneway(rt, commands)
+        if msg.get("method") == "notifications/initialized" and rt.listener is None:
+            rt.listener = asyncio.create_task(self._listen(rt))
         return web.Response(status=202)
 
     async def get(self, request: web.Request) -> web.StreamResponse:
+        """Attach the host to the session's standalone stream; buffered messages are replayed first."""
         rt = self._session(request)
+        if not rt.standalone_supported:
+            return web.Response(status=405, headers={"Allow": "POST, DELETE"})
         if rt.get_stream_open:
             raise HostProtocolError(409, INVALID_REQUEST, "a standalone stream is already open for this session")
-        core = rt.core
-        assert core.upstream_session_id is not None or True
+        if rt.listener is None:
+            rt.listener = asyncio.create_task(self._listen(rt))
         rt.get_stream_open = True
+        resp = await self._open_sse(request, rt)
+
+        async def write(payload: bytes, event_id: str | None) -> None:
+            await resp.write(frame(payload, event_id))
+
         try:
-            async with self.upstream.open_stream(
-                session_id=core.upstream_session_id or "", protocol_version=core.upstream_version
-            ) as reply:
-                if reply.status == 405:
-                    return web.Response(status=405, headers={"Allow": "POST, DELETE"})
-                resp = await self._open_sse(request, rt)
-                try:
-                    async for upstream_msg in reply.messages:
-                        for out in await self._from_upstream(rt, upstream_msg):
-                            await resp.write(frame(orjson.dumps(out)))
-                except UpstreamFailure as exc:
-                    log.warning("stream.lost", server=self.name, session=core.session_id, reason=exc.message)
-                except (ConnectionResetError, web.HTTPException):
-                    pass
-                return resp
+            await rt.outbox.attach(write, request.headers.get("Last-Event-ID"))
+            while not rt.ended.is_set():
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(rt.ended.wait(), _KEEPALIVE_SECONDS)
+                if not rt.ended.is_set():
+                    await resp.write(b": keepalive\n\n")  # finds hosts that left without closing
+        except (ConnectionResetError, RuntimeError, StateUnavailable):
+            pass
         finally:
+            rt.outbox.detach(write)
             rt.get_stream_open = False
+        return resp
+
+    async def _listen(self, rt: SessionRuntime) -> None:
+        """The gateway's own standalone stream to the upstream for this session."""
+        core = rt.core
+        for _ in range(_LISTENER_RETRIES):
+            try:
+                async with self.upstream.open_stream(
+                    session_id=core.upstream_session_id or "", protocol_version=core.upstream_version
+                ) as reply:
+                    if reply.status == 405:
+                        rt.standalone_supported = False
+                        return
+                    async for upstream_msg in reply.messages:
+                        for out in await self._from_upstream(rt, upstream_msg, None):
+                            await rt.outbox.send(out)
+            except UpstreamSessionGone:
+                return
+            except UpstreamFailure as exc:
+                log.info("stream.standalone_lost", server=self.name, session=core.session_id, reason=exc.message)
+            if rt.ended.is_set():
+                return
+            await asyncio.sleep(1.0)
 
     async def delete(self, request: web.Request) -> web.StreamResponse:
         rt = self._session(request)
@@ -145,6 +204,12 @@ class ServerEndpoint:
             return
         self.metrics.sessions.labels(self.name).set(len(self.sessions))
         log.info("session.ended", server=self.name, session=sid, reason=reason)
+        rt.ended.set()
+        if rt.listener is not None:
+            rt.listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await rt.listener
+        await rt.outbox.close()
         if rt.core.upstream_session_id is not None:
             try:
                 await self.upstream.end_session(
@@ -163,7 +228,8 @@ class ServerEndpoint:
             raise HostProtocolError(503, INTERNAL_ERROR, "too many sessions", msg["id"])
         sid = uuid.uuid4().hex
         core = HostSession(self.name, sid, tuple(self.gate.policy.modes))
-        rt = SessionRuntime(core, user=sid)  # until host auth exists, the identity is the session
+        # Until host authentication exists, the user identity is the session.
+        rt = SessionRuntime(core, user=sid, outbox=HostOutbox(self.name, sid, self.store, self.buffer_ttl))
         started = time.monotonic()
         replies: list[dict[str, Any]] = []
         commands = core.from_host(msg)
@@ -172,7 +238,7 @@ class ServerEndpoint:
             async with self.upstream.post(orjson.dumps(out), session_id=None, protocol_version=None) as reply:
                 core.upstream_session_id = reply.session_id
                 async for upstream_msg in reply.messages:
-                    replies.extend(await self._from_upstream(rt, upstream_msg))
+                    replies.extend(await self._from_upstream(rt, upstream_msg, None))
         except UpstreamFailure as exc:
             self._request_log("initialize", sid, started, "upstream_error")
             status, body = error_to_wire(exc, msg["id"])
@@ -213,7 +279,7 @@ class ServerEndpoint:
                 if not reply.streaming:
                     collected: list[dict[str, Any]] = []
                     async for upstream_msg in reply.messages:
-                        collected.extend(await self._from_upstream(rt, upstream_msg))
+                        collected.extend(await self._from_upstream(rt, upstream_msg, None))
                     collected.extend(self._fail_unanswered(rt, forward["id"], "server gave no answer"))
                     outcome = "error" if any("error" in m for m in collected) else "ok"
                     return web.json_response(collected[0] if len(collected) == 1 else collected, dumps=_dumps)
@@ -241,7 +307,7 @@ class ServerEndpoint:
         """Relay one upstream SSE stream to the host until it ends, the host leaves, or it breaks."""
         try:
             async for upstream_msg in messages:
-                for out in await self._from_upstream(rt, upstream_msg):
+                for out in await self._from_upstream(rt, upstream_msg, emit):
                     await emit(out)
         except UpstreamFailure as exc:
             for out in self._fail_unanswered(rt, upstream_id, exc.message):
@@ -249,6 +315,8 @@ class ServerEndpoint:
             return "upstream_stream_lost"
         except (ConnectionResetError, web.HTTPException):
             return "host_disconnected"
+        finally:
+            rt.outbox.forget_stream(emit)
         lost = self._fail_unanswered(rt, upstream_id, f"server {self.name!r} closed the stream without answering")
         for out in lost:
             await _quietly(emit, out)
@@ -303,11 +371,11 @@ class ServerEndpoint:
 
     # -- upstream -> host --------------------------------------------------------
 
-    async def _from_upstream(self, rt: SessionRuntime, msg: Any) -> list[dict[str, Any]]:
-        """Run the core on one upstream message; return what goes to the host."""
-        return await self._execute(rt, rt.core.from_upstream(msg))
+    async def _from_upstream(self, rt: SessionRuntime, msg: Any, via: Emit | None) -> list[dict[str, Any]]:
+        """Run the core on one upstream message; return what goes to the host on the stream `via`."""
+        return await self._execute(rt, rt.core.from_upstream(msg), via)
 
-    async def _execute(self, rt: SessionRuntime, commands: list[Command]) -> list[dict[str, Any]]:
+    async def _execute(self, rt: SessionRuntime, commands: list[Command], via: Emit | None) -> list[dict[str, Any]]:
         to_host: list[dict[str, Any]] = []
         for c in commands:
             if isinstance(c, ToHost):
@@ -315,29 +383,82 @@ class ServerEndpoint:
             elif isinstance(c, ToUpstream):
                 await self._post_oneway(rt, c.message)
             elif isinstance(c, CheckElicitation):
-                to_host.extend(await self._execute(rt, await self._police(rt, c)))
+                to_host.extend(await self._execute(rt, await self._police(rt, c, via), via))
+            elif isinstance(c, CheckUrlRequired):
+                to_host.extend(await self._execute(rt, await self._police_url_required(rt, c), via))
+            elif isinstance(c, RouteCompletion):
+                await self._route_completion(rt, c)
             elif isinstance(c, Dropped):
                 self._dropped(rt, c)
         return to_host
 
-    async def _police(self, rt: SessionRuntime, check: CheckElicitation) -> list[Command]:
+    async def _police(self, rt: SessionRuntime, check: CheckElicitation, via: Emit | None) -> list[Command]:
         params = check.message["params"]
         try:
             decision = await self.gate.decide(params, session=rt.core.session_id, user=rt.user)
-        except Exception as exc:  # fail closed: a policy failure never lets the request through
+            if decision.params is not None and check.mode == "url":
+                await self._register_owner(rt, decision.params["elicitationId"])
+        except Exception as exc:  # fail closed: a policy or state failure never lets the request through
             log.error("elicitation.policy_failed", server=self.name, session=rt.core.session_id,
                       error_type=type(exc).__name__)
-            return rt.core.refuse_server_request(check.message, POLICY_UNAVAILABLE, "elicitation policy failed; blocked")
-        self.metrics.decisions.labels(self.name, decision.decision).inc()
-        for rule in decision.rules:
-            self.metrics.rules.labels(self.name, rule).inc()
+            return rt.core.refuse_server_request(
+                check.message, POLICY_UNAVAILABLE, "elicitation policy failed; blocked"
+            )
+        self._count(decision.decision, decision.rules)
         if decision.params is None:
             return rt.core.refuse_server_request(
                 check.message, decision.error_code,
                 f"elicitation blocked by gateway policy (rule {decision.rules[-1]}): {decision.reason}",
                 decision.error_data,
             )
+        if check.mode == "url" and via is not None:
+            rt.outbox.request_streams[decision.params["elicitationId"]] = via
         return rt.core.deliver_elicitation(check.message, decision.params)
+
+    async def _police_url_required(self, rt: SessionRuntime, check: CheckUrlRequired) -> list[Command]:
+        """-32042: every listed URL elicitation passes the same policy; owners are registered for the kept ones."""
+        kept: list[dict[str, Any]] = []
+        for entry in check.entries:
+            if not isinstance(entry, dict):
+                continue
+            params = {"mode": "url", **entry}
+            try:
+                decision = await self.gate.decide(params, session=rt.core.session_id, user=rt.user)
+                if decision.params is not None:
+                    await self._register_owner(rt, decision.params["elicitationId"])
+            except Exception as exc:  # fail closed, as for elicitation/create
+                log.error("elicitation.policy_failed", server=self.name, session=rt.core.session_id,
+                          error_type=type(exc).__name__)
+                continue
+            self._count(decision.decision, decision.rules)
+            if decision.params is not None:
+                kept.append(decision.params)
+        return rt.core.url_required_outcome(check.message, kept, len(check.entries) - len(kept))
+
+    async def _register_owner(self, rt: SessionRuntime, elicitation_id: str) -> None:
+        key = OwnerKey(self.name, rt.core.upstream_session_id or rt.core.session_id, elicitation_id)
+        await self.store.register_owner(key, Owner(rt.core.session_id, rt.user), self.owner_ttl)
+
+    async def _route_completion(self, rt: SessionRuntime, c: RouteCompletion) -> None:
+        """Only the session (and user) that received this elicitation gets its completion, once."""
+        key = OwnerKey(self.name, rt.core.upstream_session_id or rt.core.session_id, c.elicitation_id)
+        try:
+            owner = await self.store.complete(key, self.completion_grace)
+        except StateUnavailable:
+            owner, reason = None, "state unavailable"
+        else:
+            reason = "unknown, forged or already completed elicitationId"
+        if owner is None or owner.host_session != rt.core.session_id or owner.user != rt.user:
+            self._dropped(rt, Dropped("elicitation.complete_dropped", reason, {"elicitation_id": c.elicitation_id}))
+            return
+        route = await rt.outbox.send_completion(c.elicitation_id, c.message)
+        log.info("elicitation.completed", server=self.name, session=rt.core.session_id,
+                 elicitation_id=c.elicitation_id, route=route)
+
+    def _count(self, decision: str, rules: tuple[str, ...]) -> None:
+        self.metrics.decisions.labels(self.name, decision).inc()
+        for rule in rules:
+            self.metrics.rules.labels(self.name, rule).inc()
 
     async def _run_oneway(self, rt: SessionRuntime, commands: list[Command]) -> None:
         for c in commands:

@@ -36,7 +36,9 @@ def mode_stage(policy: ElicitationPolicy) -> Stage:
 
 def schema_stage(policy: ElicitationPolicy) -> Stage:
     b = policy.schema_bounds
-    limits = SchemaLimits(b.max_properties, b.max_enum_values, b.max_text_length, b.max_message_length, b.max_name_length)
+    limits = SchemaLimits(
+        b.max_properties, b.max_enum_values, b.max_text_length, b.max_message_length, b.max_name_length
+    )
 
     def check_schema(view: ElicitationView) -> Verdict:
         if view.mode == "url":

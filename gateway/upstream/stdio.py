@@ -83,7 +83,7 @@ class _Child:
                 self.proc.terminate()
             try:
                 await asyncio.wait_for(self.proc.wait(), 5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
         self.reader.cancel()

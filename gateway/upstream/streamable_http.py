@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -10,7 +9,13 @@ from typing import Any
 import aiohttp
 import orjson
 
-from gateway.errors import UPSTREAM_FAILED, UPSTREAM_STREAM_LOST, UPSTREAM_UNREACHABLE, UpstreamFailure, UpstreamSessionGone
+from gateway.errors import (
+    UPSTREAM_FAILED,
+    UPSTREAM_STREAM_LOST,
+    UPSTREAM_UNREACHABLE,
+    UpstreamFailure,
+    UpstreamSessionGone,
+)
 from gateway.http.sse import SseParser
 from gateway.upstream.connector import UpstreamReply, no_messages
 
@@ -62,7 +67,7 @@ class StreamableHttpUpstream:
         assert self._client is not None
         try:
             return await self._client.request(method, self.url, data=body, headers=headers, allow_redirects=False)
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise UpstreamFailure(
                 UPSTREAM_UNREACHABLE, f"server {self.name!r} is unreachable ({type(exc).__name__})"
             ) from None
@@ -146,7 +151,7 @@ class StreamableHttpUpstream:
                         raise UpstreamFailure(
                             UPSTREAM_FAILED, f"server {self.name!r} sent malformed JSON on its stream"
                         ) from None
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError, ValueError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
             raise UpstreamFailure(
                 UPSTREAM_STREAM_LOST, f"stream from server {self.name!r} broke ({type(exc).__name__})"
             ) from None

@@ -11,7 +11,6 @@ import anyio
 import httpx2
 import pytest
 from gateway_harness import Proc, free_port, gateway, upstream_server
-
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, TextContent

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from gateway_harness import Proc, gateway, stdio_spec
-
 from mcp import Client
 from mcp.types import ElicitResult, TextContent
 

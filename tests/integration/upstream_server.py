@@ -13,9 +13,8 @@ import sys
 from typing import Any
 
 import uvicorn
-from pydantic import BaseModel
-
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
 
 mcp = MCPServer("upstream")
 
