@@ -14,6 +14,8 @@ from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import UrlElicitationRequiredError
+from mcp.types import ElicitRequestURLParams
 from pydantic import BaseModel
 
 mcp = MCPServer("upstream")
@@ -82,6 +84,51 @@ async def die_mid_stream(ctx: Context) -> str:
     await ctx.report_progress(0.1, 1.0, "about to die")
     await asyncio.sleep(0.2)
     os._exit(3)
+
+
+_background: set[asyncio.Task[None]] = set()
+
+
+@mcp.tool()
+async def url_flow(url: str, elicitation_id: str, complete: str, delay: float, ctx: Context) -> str:
+    """URL elicitation; on accept, send the completion on the request stream ("related"),
+    the standalone stream ("standalone"), or not at all ("none")."""
+    result = await ctx.elicit_url("Please sign in", url, elicitation_id)
+    if result.action == "accept" and complete != "none":
+        await asyncio.sleep(delay)
+        related = ctx.request_id if complete == "related" else None
+        await ctx.request_context.session.send_elicit_complete(elicitation_id, related)
+    return result.action
+
+
+@mcp.tool()
+async def url_later(url: str, elicitation_id: str, delay: float, ctx: Context) -> str:
+    """URL elicitation, then return at once; the completion follows later on the standalone stream."""
+    result = await ctx.elicit_url("Please sign in", url, elicitation_id)
+    session = ctx.request_context.session
+
+    async def complete_later() -> None:
+        await asyncio.sleep(delay)
+        await session.send_elicit_complete(elicitation_id)
+
+    task = asyncio.create_task(complete_later())
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+    return result.action
+
+
+@mcp.tool()
+async def send_complete(elicitation_id: str, ctx: Context) -> str:
+    """A completion notice for any id, on the standalone stream (forged or replayed ids)."""
+    await ctx.request_context.session.send_elicit_complete(elicitation_id)
+    return "sent"
+
+
+@mcp.tool()
+def url_required(entries_json: str) -> str:
+    """Answer with -32042 listing these URL elicitations."""
+    entries = [ElicitRequestURLParams.model_validate(e) for e in json.loads(entries_json)]
+    raise UrlElicitationRequiredError(entries)
 
 
 def main() -> None:
