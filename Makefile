@@ -4,6 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
+NPM_STAMP := tests/npm/node_modules/.installed
+
 .PHONY: run test lint unit bench check-schema clean
 
 $(STAMP): pyproject.toml
@@ -13,10 +15,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# Reference servers from npm (the TypeScript SDK side) for integration tests.
+$(NPM_STAMP): tests/npm/package.json tests/npm/package-lock.json
+	cd tests/npm && npm ci --no-audit --no-fund --loglevel=error
+	touch $(NPM_STAMP)
+
 run: $(STAMP)
 	$(PY) -m gateway.demo.run_demo
 
-test: $(STAMP) lint
+test: $(STAMP) $(NPM_STAMP) lint
 	$(PY) -m coverage run -m pytest
 	$(PY) -m coverage report --skip-empty --fail-under=70
 
