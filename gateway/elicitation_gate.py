@@ -10,9 +10,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.errors import ELICITATION_RATE_LIMITED, POLICY_UNAVAILABLE
+from gateway.errors import ANSWER_REJECTED, ELICITATION_RATE_LIMITED, POLICY_UNAVAILABLE, jsonrpc_error
 from gateway.logs import get_logger
 from gateway.policy.engine import Decision, PolicyEngine, block
+from gateway.policy.form_schema import check_answer
 from gateway.policy.policy_config import ElicitationPolicy
 from gateway.state.errors import StateUnavailable
 from gateway.state.rate_limiter import RateLimiter
@@ -40,6 +41,29 @@ class ElicitationGate:
                 )
         self._audit(decision, params, session, user)
         return decision
+
+    def check_answer(
+        self, response: dict[str, Any], schema: Mapping[str, Any], *, session: str
+    ) -> tuple[dict[str, Any], str | None]:
+        """(what the server receives, error for the host or None) for an accepted form answer.
+
+        Properties outside the schema are dropped; a wrong type rejects the whole answer.
+        Monitor mode logs the outcome and passes the answer unchanged.
+        """
+        result = response["result"]
+        checked = check_answer(schema, result.get("content"))
+        if not checked.errors and not checked.dropped:
+            return response, None
+        log.warning(
+            "elicitation.answer_checked", server=self.server, session=session, enforced=self.policy.enforce,
+            dropped=list(checked.dropped), errors=list(checked.errors),
+        )
+        if not self.policy.enforce:
+            return response, None
+        if checked.errors:
+            reason = "answer does not match the requested schema: " + "; ".join(checked.errors)
+            return jsonrpc_error(response["id"], ANSWER_REJECTED, reason), reason
+        return {**response, "result": {**result, "content": checked.content}}, None
 
     async def _rate_limit(self, user: str) -> Decision | None:
         if self._limiter is None:

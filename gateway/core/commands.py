@@ -12,6 +12,8 @@ class ToUpstream:
 
     message: dict[str, Any]
     expects_response: bool = False
+    answer_schema: dict[str, Any] | None = None
+    """Set on a host's accepted form answer: policy checks the content against it before it is sent."""
 
 
 @dataclass(frozen=True, slots=True)

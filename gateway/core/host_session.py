@@ -126,7 +126,13 @@ class HostSession:
         if not found or pending is None:
             return [Dropped("host.response_dropped", "answer to a request this session was not sent")]
         self.server_requests.release(msg["id"])
-        return [ToUpstream({**msg, "id": upstream_id})]
+        out = {**msg, "id": upstream_id}
+        result_ = msg.get("result")
+        if pending.method == "elicitation/create" and pending.requested_schema is not None and (
+            isinstance(result_, dict) and result_.get("action") == "accept"
+        ):
+            return [ToUpstream(out, answer_schema=pending.requested_schema)]
+        return [ToUpstream(out)]
 
     # -- upstream -> host -------------------------------------------------
 

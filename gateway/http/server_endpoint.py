@@ -31,6 +31,7 @@ from gateway.core.host_session import HostSession
 from gateway.core.messages import SUPPORTED_VERSIONS, kind_of
 from gateway.elicitation_gate import ElicitationGate
 from gateway.errors import (
+    ANSWER_REJECTED,
     INTERNAL_ERROR,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -462,7 +463,12 @@ class ServerEndpoint:
 
     async def _run_oneway(self, rt: SessionRuntime, commands: list[Command]) -> None:
         for c in commands:
-            if isinstance(c, ToUpstream):
+            if isinstance(c, ToUpstream) and c.answer_schema is not None:
+                answer, error = self.gate.check_answer(c.message, c.answer_schema, session=rt.core.session_id)
+                await self._post_oneway(rt, answer)  # the server learns the answer was refused, and why
+                if error is not None:
+                    raise HostProtocolError(400, ANSWER_REJECTED, error)
+            elif isinstance(c, ToUpstream):
                 await self._post_oneway(rt, c.message)
             elif isinstance(c, Dropped):
                 self._dropped(rt, c)
