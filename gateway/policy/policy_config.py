@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gateway.policy.url_target import allowed_host_entry_problem
+
 Mode = Literal["form", "url"]
 
 
@@ -32,15 +34,17 @@ class UrlModePolicy(_Frozen):
     """Hosts URL-mode targets may point at; `*.example.org` matches subdomains. Empty: any https host."""
     allow_ip_literals: bool = False
     allow_punycode: bool = False
+    allow_local_hosts: bool = False
+    """Single-label, localhost, .local, .internal and .home.arpa hosts (blocked by default)."""
     max_url_length: int = Field(default=2048, ge=16, le=65536)
 
     @field_validator("allowed_hosts")
     @classmethod
     def _hosts_are_plain(cls, hosts: tuple[str, ...]) -> tuple[str, ...]:
         for host in hosts:
-            bare = host[2:] if host.startswith("*.") else host
-            if not bare or "/" in bare or ":" in bare or "*" in bare or " " in bare:
-                raise ValueError(f"{host!r} is not a host name or '*.' wildcard")
+            problem = allowed_host_entry_problem(host)
+            if problem is not None:
+                raise ValueError(f"{host!r} is not a host name or '*.' wildcard: {problem}")
         return tuple(h.lower().rstrip(".") for h in hosts)
 
 
@@ -50,6 +54,7 @@ class SchemaBounds(_Frozen):
     max_text_length: int = Field(default=2000, ge=1)
     max_message_length: int = Field(default=4000, ge=1)
     max_name_length: int = Field(default=64, ge=1)
+    max_schema_bytes: int = Field(default=65536, ge=256)
 
 
 class ElicitationPolicy(_Frozen):

@@ -7,7 +7,6 @@ that the policy turns off is simply not in the list.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from gateway.errors import INVALID_PARAMS
 from gateway.policy.form_schema import SchemaLimits, schema_problems
@@ -37,7 +36,8 @@ def mode_stage(policy: ElicitationPolicy) -> Stage:
 def schema_stage(policy: ElicitationPolicy) -> Stage:
     b = policy.schema_bounds
     limits = SchemaLimits(
-        b.max_properties, b.max_enum_values, b.max_text_length, b.max_message_length, b.max_name_length
+        b.max_properties, b.max_enum_values, b.max_text_length, b.max_message_length, b.max_name_length,
+        b.max_schema_bytes,
     )
 
     def check_schema(view: ElicitationView) -> Verdict:
@@ -94,7 +94,9 @@ def form_urls_stage(policy: ElicitationPolicy) -> Stage:
 
 def url_target_stage(policy: ElicitationPolicy) -> Stage:
     u = policy.url_mode
-    rules = UrlTargetRules(u.allowed_hosts, u.allow_ip_literals, u.allow_punycode, u.max_url_length)
+    rules = UrlTargetRules(
+        u.allowed_hosts, u.allow_ip_literals, u.allow_punycode, u.max_url_length, u.allow_local_hosts
+    )
 
     def check_target(view: ElicitationView) -> Verdict:
         if view.mode != "url":
@@ -106,16 +108,6 @@ def url_target_stage(policy: ElicitationPolicy) -> Stage:
         return Deny("url_mode.target", f"URL-mode target refused: {verdict.reason}{host}")
 
     return _named("url_mode.target", check_target)
-
-
-def check_url_entry(policy: ElicitationPolicy, entry: Any) -> str | None:
-    """For -32042 entries: None when the URL passes, else the refusal reason."""
-    u = policy.url_mode
-    verdict = check_url_target(
-        entry.get("url") if isinstance(entry, dict) else None,
-        UrlTargetRules(u.allowed_hosts, u.allow_ip_literals, u.allow_punycode, u.max_url_length),
-    )
-    return None if verdict.allowed else verdict.reason
 
 
 def build_stages(policy: ElicitationPolicy) -> list[Stage]:
