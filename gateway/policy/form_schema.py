@@ -16,7 +16,7 @@ SDK's `RequestedSchema` / `PrimitiveSchemaDefinition` models):
   - boolean;
   - single-select: `type: "string"` with `enum` (+ legacy `enumNames`, same
     length) or `oneOf` of `{const, title}`;
-  - multi-select: `type: "array"`, `items` = `{type?: "string", enum}` or
+  - multi-select: `type: "array"`, `items` = `{type: "string", enum}` or
     `{type?: "string", anyOf: [{const, title}]}`, `minItems`, `maxItems`;
   and may carry `title`, `description` and a `default` of its own type (inside
   the enum, within the bounds).
@@ -80,20 +80,43 @@ class AnswerCheck:
 
 _MAX_PROBLEMS = 20
 _REPORTED_NAME_LENGTH = 64
-_TOP_LEVEL_KEYS = frozenset({"type", "properties", "required", "$schema", "title", "description",
-                             "additionalProperties"})
+_TOP_LEVEL_KEYS = frozenset(
+    {"type", "properties", "required", "$schema", "title", "description", "additionalProperties"}
+)
 _ANNOTATION_KEYS = frozenset({"type", "title", "description", "default"})
-_STRING_KEYS = _ANNOTATION_KEYS | {"minLength", "maxLength", "pattern", "format"}
+# `writeOnly` and `format: password` are outside the spec subset but tolerated here: they mark a
+# secret, and the sensitive-fields stage (next in order) then blocks with the reason that matters.
+_STRING_KEYS = _ANNOTATION_KEYS | {"minLength", "maxLength", "pattern", "format", "writeOnly"}
 _NUMBER_KEYS = _ANNOTATION_KEYS | {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
 _UNTITLED_ENUM_KEYS = _ANNOTATION_KEYS | {"enum", "enumNames"}
 _TITLED_ENUM_KEYS = _ANNOTATION_KEYS | {"oneOf"}
 _MULTI_SELECT_KEYS = _ANNOTATION_KEYS | {"items", "minItems", "maxItems"}
 _STRING_FORMATS = frozenset({"email", "uri", "date", "date-time"})
+_SECRET_FORMATS = frozenset({"password"})
 _PRIMITIVE_TYPES = ("string", "number", "integer", "boolean", "array")
 # Named so the problem says why, rather than "unknown keyword".
-_STRUCTURAL_KEYWORDS = frozenset({"$ref", "$defs", "definitions", "allOf", "anyOf", "oneOf", "not", "if",
-                                  "then", "else", "properties", "additionalProperties", "patternProperties",
-                                  "items", "prefixItems", "contains", "dependentSchemas", "const"})
+_STRUCTURAL_KEYWORDS = frozenset(
+    {
+        "$ref",
+        "$defs",
+        "definitions",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "properties",
+        "additionalProperties",
+        "patternProperties",
+        "items",
+        "prefixItems",
+        "contains",
+        "dependentSchemas",
+        "const",
+    }
+)
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:\S+")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -227,8 +250,9 @@ def _check_requested_schema(schema: object, limits: SchemaLimits, problems: _Pro
         if isinstance(name, str) and _is_printable_name(name, limits.max_name_length):
             _check_property(prop, f"{path}.properties.{name}", limits, problems)
         else:
-            problems.add(f"{path}.properties[#{index}]",
-                         f"property name must be 1-{limits.max_name_length} printable characters")
+            problems.add(
+                f"{path}.properties[#{index}]", f"property name must be 1-{limits.max_name_length} printable characters"
+            )
     if "required" in schema:
         _check_required(schema["required"], properties, f"{path}.required", problems)
 
@@ -322,8 +346,10 @@ def _check_string(prop: Mapping[Any, Any], path: str, limits: SchemaLimits, prob
     _check_bounds(prop, "minLength", "maxLength", path, problems)
     if "pattern" in prop:
         _check_text(prop["pattern"], f"{path}.pattern", limits, problems)
-    if "format" in prop and prop["format"] not in _STRING_FORMATS:
+    if "format" in prop and prop["format"] not in _STRING_FORMATS | _SECRET_FORMATS:
         problems.add(f"{path}.format", f"must be one of {', '.join(sorted(_STRING_FORMATS))}")
+    if "writeOnly" in prop and not isinstance(prop["writeOnly"], bool):
+        problems.add(f"{path}.writeOnly", "expected a boolean")
 
 
 def _check_number(prop: Mapping[Any, Any], path: str, problems: _Problems) -> None:
@@ -392,7 +418,8 @@ def _check_multi_select(prop: Mapping[Any, Any], path: str, limits: SchemaLimits
     if not isinstance(items, Mapping):
         problems.add(items_path, "expected {enum} or {anyOf} of strings (arrays of other things are not allowed)")
         return
-    if items.get("type", "string") != "string":
+    # The SDK's untitled form requires `type: "string"`; its titled (`anyOf`) form omits it.
+    if items.get("type", None if "enum" in items else "string") != "string":
         problems.add(f"{items_path}.type", "must be 'string'")
         return
     if "enum" in items and "anyOf" in items:

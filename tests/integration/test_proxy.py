@@ -275,3 +275,23 @@ async def test_upstream_killed_mid_stream_fails_the_call_without_hanging(tmp_pat
                 assert info.value.error.code == -32012
         assert victim.process.wait(5) == 3
         assert '"outcome":"upstream_stream_lost"' in g.output()
+
+
+async def test_health_ready_and_metrics(gw: Proc) -> None:
+    async with httpx2.AsyncClient(timeout=10) as http:
+        assert (await http.get(f"{gw.base}/healthz")).json() == {"status": "ok"}
+        ready = (await http.get(f"{gw.base}/readyz")).json()
+        assert ready["status"] == "ready" and "up" in ready["servers"]
+        async with Client(endpoint(gw, "up"), mode="legacy") as client:
+            await client.call_tool("echo", {"text": "count me"})
+        metrics = (await http.get(f"{gw.base}/metrics")).text
+    assert 'mcpgw_host_requests_total{method="tools/call",outcome="ok",server="up"}' in metrics
+
+
+async def test_readyz_fails_when_state_unreachable(tmp_path: Path, upstream: Proc) -> None:
+    state = {"backend": "redis", "url": f"redis://127.0.0.1:{free_port()}/0"}
+    with gateway(tmp_path, {"up": (upstream.base + "/mcp", BOTH)}, state) as g:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            r = await http.get(f"{g.base}/readyz")
+            assert r.status_code == 503
+            assert (await http.get(f"{g.base}/healthz")).status_code == 200
