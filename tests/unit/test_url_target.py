@@ -17,8 +17,15 @@ ANY = UrlTargetRules()
 IDN = UrlTargetRules(allow_punycode=True)
 IP = UrlTargetRules(allow_ip_literals=True)
 LISTED = UrlTargetRules(
-    allowed_hosts=("auth.example.com", "*.example.org", "paypal.com", "google.com", "microsoft.com",
-                   "xn--bcher-kva.de", "Apple.COM."),
+    allowed_hosts=(
+        "auth.example.com",
+        "*.example.org",
+        "paypal.com",
+        "google.com",
+        "microsoft.com",
+        "xn--bcher-kva.de",
+        "Apple.COM.",
+    ),
     allow_punycode=True,
 )
 SHORT = UrlTargetRules(max_length=40)
@@ -195,8 +202,20 @@ def test_url_target_table(url: str, rules: UrlTargetRules, expected: str) -> Non
 def test_table_is_large_and_mixed() -> None:
     reasons = {expected for _, _, expected in CASES}
     assert len(CASES) >= 70
-    assert {"ok", "scheme_not_https", "userinfo", "ip_literal", "punycode", "mixed_script", "confusable_host",
-            "host_not_allowed", "too_long", "unparsable", "noncanonical_host", "backslash"} <= reasons
+    assert {
+        "ok",
+        "scheme_not_https",
+        "userinfo",
+        "ip_literal",
+        "punycode",
+        "mixed_script",
+        "confusable_host",
+        "host_not_allowed",
+        "too_long",
+        "unparsable",
+        "noncanonical_host",
+        "backslash",
+    } <= reasons
 
 
 @pytest.mark.parametrize(
