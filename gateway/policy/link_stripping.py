@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -56,9 +56,7 @@ _TLDS: Final = frozenset({t.lower() for t in _LINKIFY_TLDS} | _public_suffix_tld
 
 # File extensions that are also TLDs. A bare `main.py` is kept (see docs); large ccTLDs with real
 # traffic (.in, .ai, .io, .co ...) and the abuse-prone gTLDs .zip / .mov are deliberately absent.
-FILE_EXTENSION_TLDS: Final = frozenset(
-    {"py", "md", "sh", "rs", "pl", "pm", "java", "cc", "mk", "ml", "tf"} & _TLDS
-)
+FILE_EXTENSION_TLDS: Final = frozenset({"py", "md", "sh", "rs", "pl", "pm", "java", "cc", "mk", "ml", "tf"} & _TLDS)
 
 _LINKIFY: Final = LinkifyIt(options={"fuzzy_link": True, "fuzzy_email": True, "fuzzy_ip": False}).tlds(
     sorted(_TLDS, reverse=True), keep_old=False
@@ -173,12 +171,14 @@ def _build_skeleton(text: str) -> _Skeleton:
 # True for every text in which some detector below could fire (checked by a property test);
 # plain sentences ("Your name.", "Pick one: a or b") do not match it.
 _MAYBE_LINK_RE: Final = re.compile(
-    r"[^\s.][.\u3002][^\s.]"  # a dot inside a token: domains, IPv4, also "e.g" and "3.14"
-    r"|[A-Za-z0-9+.\-]:\S"  # scheme:
-    r"|//|\S@\S|\][(:\[]|<[A-Za-z]"  # //host, e-mail, markdown links, HTML and autolinks
+    # Every alternative starts with one of these characters; the lookahead lets `re` skip to them fast.
+    r"(?=[.\u3002:/@\]<&%\\\[({])(?:"
+    r"(?<=[^\s.])[.\u3002][^\W\d_]{2}"  # label.tld (a TLD starts with two letters; not "e.g." nor "3.14")
+    r"|(?<=\d)\.\d[\d.]*[:/]"  # IPv4 with a port or a path
+    r"|(?<=[A-Za-z]):\S"  # scheme:
+    r"|//|(?<=\S)@\S|\][(:\[]|<[A-Za-z]"  # //host, e-mail, markdown links, HTML and autolinks
     r"|&[#A-Za-z0-9]+;|%[0-9A-Fa-f]{2}|\\[.:/@]"  # entities, percent escapes, markdown escapes
-    r"|[\[({][ \t]?(?:\.|dot)[ \t]?[\])}]|\[:\]",  # defanged dots and colons
-    re.IGNORECASE,
+    r"|[\[({][ \t]?(?:\.|[dD][oO][tT])[ \t]?[\])}]|\[:\])"  # defanged dots and colons
 )
 
 
@@ -203,30 +203,32 @@ _MD_INLINE_LINK_RE: Final = re.compile(
     r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\)))?\s*\)",
     re.DOTALL,
 )
-_MD_REF_USE_RE: Final = re.compile(
-    r"!?\[(?P<text>" + _LINK_TEXT + r")\](?:\[(?P<label>[^\[\]]*)\])?", re.DOTALL
-)
-_HTML_ANCHOR_RE: Final = re.compile(
-    r"<a\b[^<>]*\bhref\s*=[^<>]*>(?P<text>.*?)</a\s*>", re.IGNORECASE | re.DOTALL
-)
+_MD_REF_USE_RE: Final = re.compile(r"!?\[(?P<text>" + _LINK_TEXT + r")\](?:\[(?P<label>[^\[\]]*)\])?", re.DOTALL)
+_HTML_ANCHOR_RE: Final = re.compile(r"<a\b[^<>]*\bhref\s*=[^<>]*>(?P<text>.*?)</a\s*>", re.IGNORECASE | re.DOTALL)
 _HTML_URL_TAG_RE: Final = re.compile(
     r"<[A-Za-z][\w:-]*\b[^<>]*?\b(?:href|src|srcset|action|formaction|poster|background|data|ping|cite"
     r"|longdesc|manifest|codebase)\s*=[^<>]*>",
     re.IGNORECASE,
 )
 _AUTOLINK_RE: Final = re.compile(r"<(?:[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*|[^\s<>@]+@[^\s<>@]+)>")
-_URL_TAIL: Final = r"[^\s<>\"'`]+"
+_URL_TAIL: Final = r"[^\s<>\"'`]*"
 _SCHEME_URL_RE: Final = re.compile(
     r"(?<![A-Za-z0-9+.\-])(?:"
-    r"[A-Za-z][A-Za-z0-9+.\-]{0,31}://" + _URL_TAIL  # any scheme://
-    + r"|(?:https?|ftps?|wss?|sftp):[/\\]*[A-Za-z0-9\[]" + r"[^\s<>\"'`]*"  # http:evil.com, https:/x
-    r"|(?:javascript|vbscript|livescript|mailto|sms|smsto|callto|facetime(?:-audio)?|skype|intent|blob"
-    r"|view-source|ms-[a-z\-]+|search-ms|itms-services|jar|mhtml):" + _URL_TAIL
-    + r"|file:[/\\]" + r"[^\s<>\"'`]*"
-    r"|tel:\+?[\d(][\d\s().\-]{2,}\d"
-    r"|data:(?:[\w.+\-]+/[\w.+\-]+)?(?:;[\w=.+\-]+)*[;,][^\s<>\"'`]*"
-    r"|www\.[\w\-]" + r"[^\s<>\"'`]*"
-    r")",
+    + "|".join(
+        [
+            r"[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s<>\"'`]",  # any scheme://
+            r"(?:https?|ftps?|wss?|sftp):[/\\]*[A-Za-z0-9\[]",  # http:evil.com, https:/evil.com
+            r"(?:javascript|vbscript|livescript):[^\s<>]+",  # script: quotes and all, up to a space
+            r"(?:mailto|sms|smsto|callto|facetime(?:-audio)?|skype|intent|blob|view-source|ms-[a-z\-]+"
+            r"|search-ms|itms-services|jar|mhtml):[^\s<>\"'`]",
+            r"file:[/\\]",
+            r"tel:\+?[\d(][\d\s().\-]{2,}\d",
+            r"data:(?:[\w.+\-]+/[\w.+\-]+)?(?:;[\w=.+\-]+)*[;,]",
+            r"www\.[\w\-]",
+        ]
+    )
+    + r")"
+    + _URL_TAIL,
     re.IGNORECASE,
 )
 _IPV4_URL_RE: Final = re.compile(
@@ -236,6 +238,7 @@ _IPV4_URL_RE: Final = re.compile(
 )
 _FILE_NAME_RE: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]*\.(?P<ext>[A-Za-z]{2,4})")
 _LINKIFY_PRECHECK_RE: Final = re.compile(r"[^\s.]\.[^\s.]|@|//")
+_COLON_BEFORE_HOST_RE: Final = re.compile(r":(?=[^\d/\s])")
 _TRAILING_PUNCT: Final = frozenset(".,;:!?'\"”’»›」』】）。、，")
 _CLOSERS: Final = {")": "(", "]": "[", "}": "{", ">": "<"}
 
@@ -283,12 +286,8 @@ class _Scan:
 
     def commit(self) -> None:
         """Blank out the hits so later detectors cannot re-match inside them."""
-        if not self.hits:
-            return
-        chars = list(self.text)
-        for h in self.hits:
-            chars[h.start : h.end] = " " * (h.end - h.start)
-        self.masked = "".join(chars)
+        if self.hits:
+            self.masked = _blank(self.text, [(h.start, h.end) for h in self.hits])
 
 
 def _scan_markdown_and_html(scan: _Scan) -> None:
@@ -338,10 +337,14 @@ def _is_kept_file_name(raw: str) -> bool:
     return m is not None and m.group("ext").lower() in FILE_EXTENSION_TLDS and not raw.lower().startswith("www.")
 
 
-def _scan_linkify(scan: _Scan, original: str, skeleton: _Skeleton) -> None:
-    masked = scan.masked
+def _linkify_spans(masked: str, original: str, skeleton: _Skeleton) -> list[tuple[int, int]]:
+    """What linkify turns into links in `masked`, minus bare file names (see FILE_EXTENSION_TLDS)."""
     if _LINKIFY_PRECHECK_RE.search(masked) is None:
-        return
+        return []
+    # linkify never starts a host right after ':' (it could be a scheme); every scheme is already
+    # claimed here, so a colon left before a host is prose ("Info:evil.com", "地址：evil.com").
+    masked = _COLON_BEFORE_HOST_RE.sub(" ", masked)
+    spans: list[tuple[int, int]] = []
     for m in _LINKIFY.match(masked) or ():
         start, end = m.index, m.last_index
         raw = masked[start:end]
@@ -349,7 +352,16 @@ def _scan_linkify(scan: _Scan, original: str, skeleton: _Skeleton) -> None:
             o_start, o_end = skeleton.original_span(start, end)
             if original[o_start:o_end] == raw:  # an undisguised file name; a disguise is never innocent
                 continue
-        scan.add(_Hit(start, end))
+        spans.append((start, end))
+    return spans
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with the spans overwritten by spaces (same length, so positions still hold)."""
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
 
 
 def _find_links(text: str) -> list[tuple[int, int, str]]:
@@ -360,7 +372,8 @@ def _find_links(text: str) -> list[tuple[int, int, str]]:
     scan = _Scan(skeleton.text)
     _scan_markdown_and_html(scan)
     _scan_urls(scan)
-    _scan_linkify(scan, text, skeleton)
+    for start, end in _linkify_spans(scan.masked, text, skeleton):
+        scan.add(_Hit(start, end))
     edits: list[tuple[int, int, str]] = []
     for hit in sorted(scan.hits, key=lambda h: h.start):
         start, end = skeleton.original_span(hit.start, hit.end)
@@ -375,6 +388,13 @@ def _find_links(text: str) -> list[tuple[int, int, str]]:
         if edits and start < edits[-1][1]:
             continue  # two skeleton hits share one original character; the next pass gets it
         edits.append((start, end, replacement))
+    if skeleton.starts is not None:
+        # Folding can also hide a link: linkify refuses a host right after ':' or '-', so the
+        # skeleton of "info：evil.zip" (fullwidth colon) has none, while a chat UI links the original.
+        masked_original = _blank(text, [(start, end) for start, end, _ in edits])
+        extra = _linkify_spans(masked_original, text, _Skeleton(text, None, None))
+        if extra:
+            edits = sorted(edits + [(start, end, LINK_MARKER) for start, end in extra])
     return edits
 
 
@@ -437,14 +457,40 @@ _OPTION_TITLES: Final = "option titles"
 _DEFAULTS: Final = "default values"
 _LOCATIONS: Final = (_MESSAGE, _FORM_TEXT, _FIELD_TITLES, _FIELD_DESCRIPTIONS, _OPTION_TITLES, _DEFAULTS)
 
+# What each key of a schema node holds: a string, a string or list of strings, {const, title} options,
+# the `items` of a multi-select, or the `properties` map. Everything else (enum, const, type...) is data.
+_TEXT, _TEXTS, _OPTIONS, _ITEMS, _PROPERTIES = range(5)
+_Handlers = Mapping[str, tuple[int, str]]
+_SCHEMA_KEYS: Final[_Handlers] = {
+    "title": (_TEXT, _FORM_TEXT),
+    "description": (_TEXT, _FORM_TEXT),
+    "properties": (_PROPERTIES, ""),
+}
+_PROPERTY_KEYS: Final[_Handlers] = {
+    "title": (_TEXT, _FIELD_TITLES),
+    "description": (_TEXT, _FIELD_DESCRIPTIONS),
+    "default": (_TEXTS, _DEFAULTS),
+    "enumNames": (_TEXTS, _OPTION_TITLES),
+    "oneOf": (_OPTIONS, _OPTION_TITLES),
+    "anyOf": (_OPTIONS, _OPTION_TITLES),
+    "items": (_ITEMS, ""),
+}
+_ITEMS_KEYS: Final[_Handlers] = {
+    "enumNames": (_TEXTS, _OPTION_TITLES),
+    "oneOf": (_OPTIONS, _OPTION_TITLES),
+    "anyOf": (_OPTIONS, _OPTION_TITLES),
+}
+_OPTION_KEYS: Final[_Handlers] = {"title": (_TEXT, _OPTION_TITLES)}
+
 
 class _Tally:
+    """Rewrites a params tree copy-on-write (unchanged nodes are the same objects) and counts removals."""
+
     def __init__(self) -> None:
         self.by_location: dict[str, int] = dict.fromkeys(_LOCATIONS, 0)
 
-    def strip(self, value: Any, location: str) -> Any:
-        """Stripped copy of a string (the same object when unchanged); anything else untouched."""
-        if not isinstance(value, str):
+    def text(self, value: Any, location: str) -> Any:
+        if not isinstance(value, str) or not _may_contain_link(value):
             return value
         new, removed = strip_links(value)
         if new == value:
@@ -452,29 +498,33 @@ class _Tally:
         self.by_location[location] += max(removed, 1)
         return new
 
-    def strip_list(self, value: Any, location: str) -> Any:
-        if not isinstance(value, list):
-            return self.strip(value, location)
-        new = [self.strip(item, location) for item in value]
-        return new if any(a is not b for a, b in zip(new, value, strict=True)) else value
+    def each(self, values: Any, kind: int, location: str) -> Any:
+        """A list rewritten item by item (the same list when no item changed)."""
+        if not isinstance(values, list):
+            return self.text(values, location) if kind == _TEXTS else values
+        if kind == _TEXTS:
+            new = [self.text(v, location) for v in values]
+        else:
+            new = [self.node(v, _OPTION_KEYS) for v in values]
+        return new if any(a is not b for a, b in zip(new, values, strict=True)) else values
 
-    def strip_option_titles(self, options: Any) -> Any:
-        """`oneOf` / `anyOf` lists of {const, title}: only the titles are text, `const` is the answer."""
-        if not isinstance(options, list):
-            return options
-        new = [self.strip_keys(opt, {"title": _OPTION_TITLES}) for opt in options]
-        return new if any(a is not b for a, b in zip(new, options, strict=True)) else options
-
-    def strip_keys(self, obj: Any, handlers: Mapping[str, str | Callable[[Any], Any]]) -> Any:
-        """Copy of a mapping with the listed keys rewritten (same object when nothing changed)."""
+    def node(self, obj: Any, handlers: _Handlers) -> Any:
+        """A schema node with the keys listed in `handlers` rewritten (the same object when unchanged)."""
         if not isinstance(obj, Mapping):
             return obj
         changed: dict[str, Any] = {}
-        for key, handler in handlers.items():
+        for key, (kind, location) in handlers.items():
             if key not in obj:
                 continue
             old = obj[key]
-            new = self.strip(old, handler) if isinstance(handler, str) else handler(old)
+            if kind == _TEXT:
+                new = self.text(old, location)
+            elif kind == _ITEMS:
+                new = self.node(old, _ITEMS_KEYS)
+            elif kind == _PROPERTIES:
+                new = self.properties(old)
+            else:
+                new = self.each(old, kind, location)
             if new is not old:
                 changed[key] = new
         if not changed:
@@ -483,53 +533,20 @@ class _Tally:
         result.update(changed)
         return result
 
+    def properties(self, props: Any) -> Any:
+        if not isinstance(props, Mapping):
+            return props
+        new = {name: self.node(prop, _PROPERTY_KEYS) for name, prop in props.items()}
+        return new if any(new[name] is not props[name] for name in new) else props
+
     def summaries(self) -> tuple[str, ...]:
         return tuple(
-            f"{n} link{'' if n == 1 else 's'} removed from {location}"
-            for location, n in self.by_location.items()
-            if n
+            f"{n} link{'' if n == 1 else 's'} removed from {location}" for location, n in self.by_location.items() if n
         )
 
     @property
     def total(self) -> int:
         return sum(self.by_location.values())
-
-
-def _strip_property(tally: _Tally, prop: Any) -> Any:
-    def items(value: Any) -> Any:
-        return tally.strip_keys(
-            value,
-            {
-                "anyOf": tally.strip_option_titles,
-                "oneOf": tally.strip_option_titles,
-                "enumNames": lambda v: tally.strip_list(v, _OPTION_TITLES),
-            },
-        )
-
-    return tally.strip_keys(
-        prop,
-        {
-            "title": _FIELD_TITLES,
-            "description": _FIELD_DESCRIPTIONS,
-            "default": lambda v: tally.strip_list(v, _DEFAULTS),
-            "enumNames": lambda v: tally.strip_list(v, _OPTION_TITLES),
-            "oneOf": tally.strip_option_titles,
-            "anyOf": tally.strip_option_titles,
-            "items": items,
-        },
-    )
-
-
-def _strip_schema(tally: _Tally, schema: Any) -> Any:
-    def properties(value: Any) -> Any:
-        if not isinstance(value, Mapping):
-            return value
-        new = {name: _strip_property(tally, prop) for name, prop in value.items()}
-        return new if any(new[name] is not value[name] for name in new) else value
-
-    return tally.strip_keys(
-        schema, {"title": _FORM_TEXT, "description": _FORM_TEXT, "properties": properties}
-    )
 
 
 def strip_form_links(params: Mapping[str, Any]) -> LinkStripResult:
@@ -539,9 +556,9 @@ def strip_form_links(params: Mapping[str, Any]) -> LinkStripResult:
     tally = _Tally()
     new_params = dict(params)
     if "message" in params:
-        new_params["message"] = tally.strip(params["message"], _MESSAGE)
+        new_params["message"] = tally.text(params["message"], _MESSAGE)
     if "requestedSchema" in params:
-        new_params["requestedSchema"] = _strip_schema(tally, params["requestedSchema"])
+        new_params["requestedSchema"] = tally.node(params["requestedSchema"], _SCHEMA_KEYS)
     return LinkStripResult(new_params, tally.total, tally.summaries())
 
 
@@ -550,5 +567,5 @@ def strip_message_links(params: Mapping[str, Any]) -> LinkStripResult:
     tally = _Tally()
     new_params = dict(params)
     if "message" in params:
-        new_params["message"] = tally.strip(params["message"], _MESSAGE)
+        new_params["message"] = tally.text(params["message"], _MESSAGE)
     return LinkStripResult(new_params, tally.total, tally.summaries())

@@ -40,6 +40,7 @@ def gw(tmp_module: Path, upstream: Proc) -> Iterator[Proc]:
         "formonly": (url, {"modes": ["form"]}),
         "silent": (url, {"modes": []}),
         "down": (f"http://127.0.0.1:{free_port()}/mcp", BOTH),
+        "keyed": ({"url": url, "headers": {"X-Upstream-Key": "upstream-only-credential"}}, BOTH),
     }
     with gateway(tmp_module, servers) as p:
         yield p
@@ -295,3 +296,30 @@ async def test_readyz_fails_when_state_unreachable(tmp_path: Path, upstream: Pro
             r = await http.get(f"{g.base}/readyz")
             assert r.status_code == 503
             assert (await http.get(f"{g.base}/healthz")).status_code == 200
+
+
+async def test_host_credential_never_sent_upstream_and_delete_ends_upstream_session(gw: Proc, upstream: Proc) -> None:
+    host_headers = {"Authorization": "Bearer host-token-must-not-leak", "Cookie": "host=1"}
+    async with httpx2.AsyncClient(timeout=10, headers=host_headers) as http:
+        async with Client(endpoint(gw, "keyed"), mode="legacy") as client:
+            seen = json.loads(text_of(await client.call_tool("request_headers", {})))
+        assert seen["x-upstream-key"] == "upstream-only-credential"
+        assert "authorization" not in seen and "cookie" not in seen
+        # a raw host with credentials: nothing of them reaches the upstream either
+        headers = {**host_headers, "Accept": "application/json, text/event-stream"}
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}}
+        r = await http.post(endpoint(gw, "up"), json=init, headers=headers)
+        headers["Mcp-Session-Id"] = r.headers["mcp-session-id"]
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "request_headers", "arguments": {}}}
+        r = await http.post(endpoint(gw, "up"), json=call, headers=headers)
+        [data] = [json.loads(x[5:]) for x in r.text.splitlines() if x.startswith("data:")]
+        upstream_seen = json.loads(data["result"]["content"][0]["text"])
+        assert "host-token-must-not-leak" not in json.dumps(upstream_seen)
+        upstream_sid = upstream_seen["mcp-session-id"]
+        assert upstream_sid != headers["Mcp-Session-Id"]  # the gateway issues its own session ids
+        assert (await http.delete(endpoint(gw, "up"), headers=headers)).status_code == 200
+        direct = await http.post(upstream.base + "/mcp", json=call, headers={
+            "Accept": "application/json, text/event-stream", "Mcp-Session-Id": upstream_sid,
+            "MCP-Protocol-Version": "2025-11-25"})
+        assert direct.status_code == 404  # the upstream session ended with the host's

@@ -44,6 +44,12 @@ def client_caps(ctx: Context) -> str:
 
 
 @mcp.tool()
+def request_headers(ctx: Context) -> str:
+    """The HTTP headers this upstream received for this call."""
+    return json.dumps({k.lower(): v for k, v in (ctx.headers or {}).items()})
+
+
+@mcp.tool()
 async def ask_name(ctx: Context) -> str:
     result = await ctx.elicit("What is your name?", Name)
     data = result.data.name if result.action == "accept" else None  # type: ignore[union-attr]
