@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import orjson
-
+from gateway.core.raw_json import encode
 from gateway.logs import get_logger
 from gateway.state.errors import StateUnavailable
 from gateway.state.store import StateStore
@@ -49,7 +48,7 @@ class HostOutbox:
 
     async def send(self, msg: dict[str, Any]) -> None:
         """To the host's GET stream if open, else into the buffer (fail: logged, never raised)."""
-        payload = orjson.dumps(msg)
+        payload = encode(msg)
         if self._attached is not None:
             try:
                 await self._attached(payload, None)

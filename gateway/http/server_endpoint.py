@@ -29,6 +29,7 @@ from gateway.core.commands import (
 )
 from gateway.core.host_session import HostSession
 from gateway.core.messages import SUPPORTED_VERSIONS, kind_of
+from gateway.core.raw_json import encode, parse
 from gateway.elicitation_gate import ElicitationGate
 from gateway.errors import (
     ANSWER_REJECTED,
@@ -236,7 +237,7 @@ class ServerEndpoint:
         commands = core.from_host(msg)
         out = next(c.message for c in commands if isinstance(c, ToUpstream))
         try:
-            async with self.upstream.post(orjson.dumps(out), session_id=None, protocol_version=None) as reply:
+            async with self.upstream.post(encode(out), session_id=None, protocol_version=None) as reply:
                 core.upstream_session_id = reply.session_id
                 async for upstream_msg in reply.messages:
                     replies.extend(await self._from_upstream(rt, upstream_msg, None))
@@ -274,7 +275,7 @@ class ServerEndpoint:
         outcome = "ok"
         try:
             async with self.upstream.post(
-                orjson.dumps(forward), session_id=rt.core.upstream_session_id,
+                encode(forward), session_id=rt.core.upstream_session_id,
                 protocol_version=rt.core.upstream_version,
             ) as reply:
                 if not reply.streaming:
@@ -287,7 +288,7 @@ class ServerEndpoint:
                 resp = await self._open_sse(request, rt)
 
                 async def emit(out: dict[str, Any]) -> None:
-                    await resp.write(frame(orjson.dumps(out)))
+                    await resp.write(frame(encode(out)))
 
                 outcome = await self._relay(rt, reply.messages, forward["id"], emit)
                 return resp
@@ -345,7 +346,7 @@ class ServerEndpoint:
         resp = await self._open_sse(request, rt)
 
         async def emit(out: dict[str, Any]) -> None:
-            await resp.write(frame(orjson.dumps(out)))
+            await resp.write(frame(encode(out)))
 
         for m in batch:
             commands = rt.core.from_host(m)
@@ -362,7 +363,7 @@ class ServerEndpoint:
     async def _relay_into(self, rt: SessionRuntime, forward: dict[str, Any], emit: Emit) -> None:
         try:
             async with self.upstream.post(
-                orjson.dumps(forward), session_id=rt.core.upstream_session_id,
+                encode(forward), session_id=rt.core.upstream_session_id,
                 protocol_version=rt.core.upstream_version,
             ) as reply:
                 await self._relay(rt, reply.messages, forward["id"], emit)
@@ -480,7 +481,7 @@ class ServerEndpoint:
         """Notifications and responses upstream: the upstream answers 202 and no body."""
         try:
             async with self.upstream.post(
-                orjson.dumps(message), session_id=rt.core.upstream_session_id,
+                encode(message), session_id=rt.core.upstream_session_id,
                 protocol_version=rt.core.upstream_version,
             ) as reply:
                 async for _ in reply.messages:
@@ -509,13 +510,13 @@ class ServerEndpoint:
 
 def _parse_json(body: bytes) -> Any:
     try:
-        return orjson.loads(body)
+        return parse(body)
     except orjson.JSONDecodeError:
         raise HostProtocolError(400, PARSE_ERROR, "Parse error: body is not valid JSON") from None
 
 
 def _dumps(obj: Any) -> str:
-    return orjson.dumps(obj).decode()
+    return encode(obj).decode()
 
 
 async def _quietly(emit: Emit, out: dict[str, Any]) -> None:

@@ -131,7 +131,7 @@ def normalize_text(text: str) -> str:
 
 _UPPER = "A-ZÀ-ÖØ-ÞА-ЯЁІЇЄҐΑ-Ω"
 _LOWER = "a-zß-öø-ÿа-яёіїєґα-ω"
-_CAMEL_BOUNDARY = re.compile(rf"(?<=[{_LOWER}0-9])(?=[{_UPPER}])|(?<=[{_UPPER}])(?=[{_UPPER}][{_LOWER}])")
+_CAMEL_BOUNDARY = re.compile(rf"(?<=[{_LOWER}])(?=[{_UPPER}])|(?<=[{_UPPER}])(?=[{_UPPER}][{_LOWER}])")
 
 
 def camel_split(text: str) -> str:
@@ -141,8 +141,11 @@ def camel_split(text: str) -> str:
 
 # Three or more single letters separated by punctuation or spaces: "p a s s",
 # "p.a.s.s", "p-a-s-s".
-_SPACED_LETTERS = re.compile(r"(?<![^\W_])(?:[^\W_][\W_]+){2,}[^\W_](?![^\W_])")
-_SEPARATORS = re.compile(r"[\W_]+")
+# Separators are spelled out: a generic \W would also eat the vowel signs of
+# Devanagari and similar scripts, which Python does not count as word characters.
+_SEP_CLASS = r"[\s._\-·•,/\\|:;'\"`*+~]"
+_SPACED_LETTERS = re.compile(rf"(?<![^\W_])(?:[^\W_]{_SEP_CLASS}+){{2,}}[^\W_](?![^\W_])")
+_SEPARATORS = re.compile(rf"{_SEP_CLASS}+")
 
 
 def collapse_spaced_letters(text: str) -> str:

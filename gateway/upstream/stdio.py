@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from gateway.core.messages import id_key, kind_of
+from gateway.core.raw_json import parse
 from gateway.errors import UPSTREAM_STREAM_LOST, UPSTREAM_UNREACHABLE, UpstreamFailure, UpstreamSessionGone
 from gateway.upstream.connector import UpstreamReply, no_messages
 
@@ -45,7 +46,7 @@ class _Child:
         try:
             while line := await self.proc.stdout.readline():
                 try:
-                    msg = orjson.loads(line)
+                    msg = parse(line.rstrip(b"\r\n"))
                 except orjson.JSONDecodeError:
                     continue  # stray output on stdout is not protocol
                 self._dispatch(msg)

@@ -9,6 +9,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from gateway.core.raw_json import parse
 from gateway.errors import (
     UPSTREAM_FAILED,
     UPSTREAM_STREAM_LOST,
@@ -120,7 +121,7 @@ class StreamableHttpUpstream:
             if len(raw) > _MAX_JSON_BODY:
                 raise UpstreamFailure(UPSTREAM_FAILED, f"server {self.name!r} sent an oversized body")
             try:
-                parsed = orjson.loads(raw)
+                parsed = parse(raw)
             except orjson.JSONDecodeError:
                 raise UpstreamFailure(UPSTREAM_FAILED, f"server {self.name!r} sent malformed JSON") from None
             return UpstreamReply(resp.status, sid, False, _many(parsed))
@@ -146,7 +147,7 @@ class StreamableHttpUpstream:
                     if event.event != "message" or not event.data.strip():
                         continue  # priming events and other event types carry no JSON-RPC
                     try:
-                        yield orjson.loads(event.data)
+                        yield parse(event.data.encode())
                     except orjson.JSONDecodeError:
                         raise UpstreamFailure(
                             UPSTREAM_FAILED, f"server {self.name!r} sent malformed JSON on its stream"
