@@ -173,12 +173,15 @@ def _is_count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+_ASCII_NAME = re.compile(r"[!-~](?:[ -~]*[!-~])?")
+
+
 def _is_printable_name(name: str, max_length: int) -> bool:
-    return (
-        0 < len(name) <= max_length
-        and not name.isspace()
-        and all(unicodedata.category(ch)[0] not in "CZ" or ch == " " for ch in name)
-    )
+    if not 0 < len(name) <= max_length or name.isspace():
+        return False
+    if _ASCII_NAME.fullmatch(name) or (name.isascii() and name.isprintable()):
+        return True  # the common case, without a per-character Unicode lookup
+    return all(unicodedata.category(ch)[0] not in "CZ" or ch == " " for ch in name)
 
 
 def schema_problems(params: Mapping[str, Any], limits: SchemaLimits = SchemaLimits()) -> list[str]:
