@@ -211,3 +211,18 @@ async def test_redis_backend_routes_completions(tmp_path: Path) -> None:
             await c.call_tool("send_complete", {"elicitation_id": "r-1"})
             await anyio.sleep(0.3)
         assert host.completions == ["r-1"]
+
+
+async def test_completion_sent_on_another_session_reaches_nobody(gw: Proc) -> None:
+    """Host A owns 'cross-1'; the server (or someone forging) sends its completion on host B's session."""
+    a, b = Host(), Host()
+    async with a.client(gw) as ca, b.client(gw) as cb:
+        assert text_of(await ca.call_tool("url_flow", {"url": GOOD_URL, "elicitation_id": "cross-1", "complete": "none", "delay": 0})) == "accept"
+        await cb.call_tool("send_complete", {"elicitation_id": "cross-1"})
+        await anyio.sleep(0.5)
+        # the rightful completion on A's own session still arrives once
+        await ca.call_tool("send_complete", {"elicitation_id": "cross-1"})
+        with anyio.fail_after(5):
+            await a.got_completion.wait()
+    assert b.completions == []
+    assert a.completions == ["cross-1"]
