@@ -53,14 +53,16 @@ def unseen_form(i: int) -> dict[str, Any]:
     props = {
         name: {**prop, "title": f"{prop['title']} {i}"} for name, prop in schema["properties"].items()
     }
-    return {**TYPICAL_FORM, "message": f"{TYPICAL_FORM['message']} #{i}", "requestedSchema": {**schema, "properties": props}}
+    message = f"{TYPICAL_FORM['message']} #{i}"
+    return {**TYPICAL_FORM, "message": message, "requestedSchema": {**schema, "properties": props}}
 
 
 def bench_policy(n: int = 20000) -> None:
     engine = PolicyEngine("crm", ElicitationPolicy(rate_limit=None))
     for _ in range(500):
         engine.decide(TYPICAL_FORM)
-    for label, forms in (("same form repeated", [TYPICAL_FORM] * n), ("every form new", [unseen_form(i) for i in range(n)])):
+    cases = (("same form repeated", [TYPICAL_FORM] * n), ("every form new", [unseen_form(i) for i in range(n)]))
+    for label, forms in cases:
         samples = []
         for form in forms:
             t0 = time.perf_counter_ns()

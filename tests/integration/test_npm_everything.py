@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from gateway_harness import REPO, Proc, free_port, gateway, running
-
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, TextContent

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from gateway_harness import Proc, free_port, gateway, upstream_server
-
 from mcp import Client
 from mcp.types import ElicitResult, TextContent
 

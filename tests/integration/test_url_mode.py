@@ -11,7 +11,6 @@ import anyio
 import httpx2
 import pytest
 from gateway_harness import Proc, gateway, upstream_server
-
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitCompleteNotification, ElicitResult, TextContent

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "corpus"))
-from accuracy import Scores, load_corpus, run_explain, score  # noqa: E402
+from accuracy import Scores, load_corpus, run_explain, score
 
 
 @pytest.fixture(scope="module")
