@@ -81,7 +81,10 @@ def create_app(cfg: LoadedConfig) -> web.Application:
     app[METRICS_KEY] = metrics
     state = open_state_store(gw.state.url, gw.state.backend, gw.state.key_prefix)
     app[STATE_KEY] = state
-    limiter = RateLimiter(gw.state.url if gw.state.backend == "redis" and gw.state.url else "memory://")
+    limiter = RateLimiter(
+        gw.state.url if gw.state.backend == "redis" and gw.state.url else "memory://",
+        key_prefix=f"{gw.state.key_prefix}rl",
+    )
     endpoints = {
         name: ServerEndpoint(
             name,

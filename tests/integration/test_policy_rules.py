@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -186,13 +187,13 @@ async def test_state_unreachable_blocks_elicitation(tmp_path: Path) -> None:
 
 
 async def test_redis_rate_limit_is_shared_by_two_replicas(tmp_path: Path) -> None:
-    prefix = f"mcpgw-test-{tmp_path.name}:"
+    prefix = f"mcpgw-test-{uuid.uuid4().hex}:"
     state = {"backend": "redis", "url": "redis://127.0.0.1:6379/15", "key_prefix": prefix}
     policy = {**STRICT, "rate_limit": "2/minute"}
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     with upstream_server(tmp_path) as up:
-        servers = {f"shared-{tmp_path.name[-8:]}": (up.base + "/mcp", policy)}
+        servers = {"shared": (up.base + "/mcp", policy)}
         name = next(iter(servers))
         with gateway(tmp_path / "a", servers, state) as ga, gateway(tmp_path / "b", servers, state) as gb:
             host = Host({"name": "n"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -200,7 +201,7 @@ def test_completion_routing_is_logged_without_values(gw: Proc) -> None:
 
 
 async def test_redis_backend_routes_completions(tmp_path: Path) -> None:
-    state = {"backend": "redis", "url": "redis://127.0.0.1:6379/15", "key_prefix": f"mcpgw-test-{tmp_path.name}:"}
+    state = {"backend": "redis", "url": "redis://127.0.0.1:6379/15", "key_prefix": f"mcpgw-test-{uuid.uuid4().hex}:"}
     with upstream_server(tmp_path) as up, gateway(tmp_path, {"up": (up.base + "/mcp", POLICY)}, state) as g:
         host = Host()
         async with host.client(g) as c:
