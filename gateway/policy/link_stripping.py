@@ -510,13 +510,16 @@ class _Tally:
 
     def node(self, obj: Any, handlers: _Handlers) -> Any:
         """A schema node with the keys listed in `handlers` rewritten (the same object when unchanged)."""
-        if not isinstance(obj, Mapping):
+        if not (isinstance(obj, dict) or isinstance(obj, Mapping)):  # dict first: the ABC check is slow
             return obj
         changed: dict[str, Any] = {}
-        for key, (kind, location) in handlers.items():
-            if key not in obj:
+        # Walk the node's own keys, usually fewer than the handlers; the order of the
+        # rewrites does not matter (counts add up, `result` keeps the node's key order).
+        for key, old in obj.items():
+            handler = handlers.get(key)
+            if handler is None:
                 continue
-            old = obj[key]
+            kind, location = handler
             if kind == _TEXT:
                 new = self.text(old, location)
             elif kind == _ITEMS:
@@ -534,7 +537,7 @@ class _Tally:
         return result
 
     def properties(self, props: Any) -> Any:
-        if not isinstance(props, Mapping):
+        if not (isinstance(props, dict) or isinstance(props, Mapping)):
             return props
         new = {name: self.node(prop, _PROPERTY_KEYS) for name, prop in props.items()}
         return new if any(new[name] is not props[name] for name in new) else props

@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from gateway.policy.text_normalization import (
     camel_split,
@@ -237,18 +237,24 @@ def _is_negated(text: str, start: int) -> bool:
     return _NEGATION.search(clause) is not None
 
 
+@functools.lru_cache(maxsize=8192)
+def _readings(text: str) -> tuple[str, ...]:
+    """Folded readings of `text` (camel case left alone): as written, and with leetspeak undone."""
+    folded = collapse_spaced_letters(normalize_text(text))
+    return (folded, *leet_variants(folded))
+
+
 @functools.lru_cache(maxsize=4096)
 def _prepare(text: str) -> tuple[str, ...]:
-    """Folded readings of `text`: as written, and with leetspeak undone."""
-    folded = collapse_spaced_letters(normalize_text(camel_split(text)))
-    return (folded, *leet_variants(folded))
+    """Folded readings of `text` split at camelCase boundaries."""
+    return _readings(camel_split(text))
 
 
 def _compact_readings(text: str) -> list[str]:
     # Camel splitting would break alternating case ("PaSsWoRd"), so the
-    # inside-a-word pass reads the unsplit text.
-    folded = collapse_spaced_letters(normalize_text(text))
-    return [_STRIP_PUNCTUATION.sub("", r) for r in (folded, *leet_variants(folded))]
+    # inside-a-word pass reads the unsplit text. Most texts have no camel
+    # boundary, and then `_readings` already holds this fold (cache hit).
+    return [_STRIP_PUNCTUATION.sub("", r) for r in _readings(text)]
 
 
 def _scan(matcher: _TermMatcher, text: str, prose: bool) -> tuple[frozenset[str], frozenset[str]]:
@@ -258,7 +264,7 @@ def _scan(matcher: _TermMatcher, text: str, prose: bool) -> tuple[frozenset[str]
     for reading in _prepare(text):
         matches: list[re.Match[str]] = []
         if matcher.pattern is not None:
-            matches.extend(matcher.pattern.finditer(reading))
+            matches = list(matcher.pattern.finditer(reading))
         if matcher.infix_pattern is not None and not reading.isascii() and _UNSPACED_TEXT.search(reading):
             matches.extend(matcher.infix_pattern.finditer(reading))
         for match in matches:
@@ -276,13 +282,21 @@ def _scan(matcher: _TermMatcher, text: str, prose: bool) -> tuple[frozenset[str]
     return frozenset(asked), frozenset(about)
 
 
-def _edge_tokens(text: str) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+_WORDS: Final = re.compile(rf"{_WORD_CHAR}+")
+_Edges = tuple[tuple[str, ...], tuple[str, ...], int]
+
+
+def _edge_tokens(text: str) -> _Edges:
     """First and last word of each reading of `text`, and its word count (for split-word checks)."""
+    readings = _prepare(text)
+    if len(readings) == 1:  # the common case, without the de-duplication below
+        words = _WORDS.findall(readings[0])
+        return ((words[0],), (words[-1],), len(words)) if words else ((), (), 0)
     firsts: list[str] = []
     lasts: list[str] = []
     count = 0
-    for reading in _prepare(text):
-        words = re.findall(rf"{_WORD_CHAR}+", reading)
+    for reading in readings:
+        words = _WORDS.findall(reading)
         if words:
             firsts.append(words[0])
             lasts.append(words[-1])
@@ -322,8 +336,7 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-@dataclass(frozen=True, slots=True)
-class _Field:
+class _Field(NamedTuple):  # a NamedTuple: built for every field of every form, and cheap to build
     name: str
     schema: Mapping[str, Any]
     kind: str
@@ -346,7 +359,7 @@ class SensitiveFieldDetector:
             self._matchers = (_BUILTIN, _TermMatcher({"custom": custom}))
         self._allowed = frozenset(allowed_fields)
         self._scan_cache: dict[tuple[str, bool], tuple[frozenset[str], frozenset[str]]] = {}
-        self._edge_cache: dict[str, tuple[tuple[str, ...], tuple[str, ...], int]] = {}
+        self._edge_cache: dict[str, _Edges] = {}
         self._compact_terms = frozenset(
             term for matcher in self._matchers for term in matcher.compact_category
         )
@@ -366,8 +379,11 @@ class SensitiveFieldDetector:
         key = (text, prose)
         cached = self._scan_cache.get(key)
         if cached is None:
-            results = [_scan(m, text, prose) for m in self._matchers]
-            cached = (frozenset().union(*(r[0] for r in results)), frozenset().union(*(r[1] for r in results)))
+            if len(self._matchers) == 1:
+                cached = _scan(self._matchers[0], text, prose)
+            else:
+                results = [_scan(m, text, prose) for m in self._matchers]
+                cached = (frozenset().union(*(r[0] for r in results)), frozenset().union(*(r[1] for r in results)))
             if len(self._scan_cache) >= self._CACHE_LIMIT:
                 self._scan_cache.clear()
             self._scan_cache[key] = cached
@@ -440,7 +456,10 @@ class SensitiveFieldDetector:
         parts = (("", field.name, False), (".title", _text(schema.get("title")), False),
                  (".description", _text(schema.get("description")), True))
         for suffix, text, prose in parts:
-            for category in sorted(self._categories(text, prose)):
+            categories = self._categories(text, prose)
+            if not categories:
+                continue
+            for category in sorted(categories):
                 if not _receives(category, field.kind):
                     continue
                 if category == "pin" and self._postal(self._field_texts(field), message):
@@ -460,7 +479,7 @@ class SensitiveFieldDetector:
                             add(category, field.path)
             previous = current
 
-    def _edges(self, text: str) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+    def _edges(self, text: str) -> _Edges:
         cached = self._edge_cache.get(text)
         if cached is None:
             cached = _edge_tokens(text)

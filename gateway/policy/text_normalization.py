@@ -136,6 +136,12 @@ _CAMEL_BOUNDARY = re.compile(rf"(?<=[{_LOWER}])(?=[{_UPPER}])|(?<=[{_UPPER}])(?=
 
 def camel_split(text: str) -> str:
     """Insert spaces at camelCase / PascalCase boundaries ("APIKeyValue" -> "API Key Value")."""
+    # Every boundary sits before an upper-case letter at index >= 1; in ASCII text
+    # without one ("Full name", "Please confirm ...") there is nothing to split.
+    if text.isascii():
+        rest = text[1:]
+        if rest == rest.lower():
+            return text
     return _CAMEL_BOUNDARY.sub(" ", text)
 
 
@@ -148,17 +154,49 @@ _SPACED_LETTERS = re.compile(rf"(?<![^\W_])(?:[^\W_]{_SEP_CLASS}+){{2,}}[^\W_](?
 _SEPARATORS = re.compile(rf"{_SEP_CLASS}+")
 
 
+# ASCII characters classed as letter/digit ("a"), separator ("s") or other ("o"), for
+# the fast path below; taken from the regex classes themselves so they cannot drift.
+_ASCII_CLASSES = bytes(
+    ord("a") if re.fullmatch(r"[^\W_]", chr(code)) else ord("s") if re.fullmatch(_SEP_CLASS, chr(code)) else ord("o")
+    for code in range(256)
+)
+
+
 def collapse_spaced_letters(text: str) -> str:
     """Join runs of single letters ("p a s s w o r d" -> "password")."""
+    # A run has a single letter between two separators; in ASCII text that shows as
+    # "sas" in the class string, and most texts have none.
+    if text.isascii() and b"sas" not in text.encode("ascii").translate(_ASCII_CLASSES):
+        return text
     return _SPACED_LETTERS.sub(lambda m: _SEPARATORS.sub("", m.group(0)), text)
 
 
 _LEET_I = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b",
                          "@": "a", "$": "s", "!": "i", "|": "l"})
-_LEET_L = str.maketrans({"1": "l"})
 _LEET_CHARS = re.compile(r"[0134578@$!|]")
-_LEET_CHUNK = re.compile(r"[\w@$!|]+")
-_HAS_LETTER = re.compile(r"[^\W\d_]")
+# A leet word: a maximal run of [\w@$!|] holding both a letter and a leet character.
+# The lookbehind pins each try to the start of a run and the lazy lookaheads stop at
+# its end, so the search stays linear; only these runs are rewritten.
+_LEET_WORD = re.compile(r"(?<![\w@$!|])(?=[\w@$!|]*?[^\W\d_])(?=[\w@$!|]*?[0134578@$!|])[\w@$!|]+")
+_LEET_IL = {**_LEET_I, ord("1"): "l"}  # the second reading of "1"
+# ASCII classed as letter "L", leet character "D" or separator " " (taken from the
+# regexes above); other word characters ("2", "_") are deleted, see `_has_leet_word`.
+_LEET_CLASSES = bytes(
+    ord("L") if re.fullmatch(r"[^\W\d_]", chr(code)) else ord("D") if _LEET_CHARS.fullmatch(chr(code))
+    else ord("w") if re.fullmatch(r"\w", chr(code)) else ord(" ")
+    for code in range(256)
+)
+_LEET_NEUTRAL = bytes(code for code in range(128) if _LEET_CLASSES[code] == ord("w"))
+
+
+def _has_leet_word(text: str) -> bool:
+    if not text.isascii():
+        return _LEET_CHARS.search(text) is not None and _LEET_WORD.search(text) is not None
+    # Without the neutral word characters, a word holding a letter and a leet
+    # character has the two side by side ("p4ss", "a2_1" -> "LD"); words stay
+    # apart since separators are kept. Exact, and far cheaper than the regex.
+    classes = text.encode("ascii").translate(_LEET_CLASSES, _LEET_NEUTRAL)
+    return b"LD" in classes or b"DL" in classes
 
 
 def leet_variants(text: str) -> list[str]:
@@ -166,19 +204,10 @@ def leet_variants(text: str) -> list[str]:
 
     Returns [] when nothing changes; "1" is read both as "i" and as "l".
     """
-    if _LEET_CHARS.search(text) is None:
+    # Most texts have no leet word at all ("Guests 12"): a cheap check, no callbacks.
+    if not _has_leet_word(text):
         return []
-
-    def decode(table: dict[int, str]) -> str:
-        def one(chunk: re.Match[str]) -> str:
-            word = chunk.group(0)
-            if _HAS_LETTER.search(word) is None or _LEET_CHARS.search(word) is None:
-                return word
-            return word.translate(table)
-
-        return _LEET_CHUNK.sub(one, text)
-
-    variants = [decode(_LEET_I)]
+    variants = [_LEET_WORD.sub(lambda m: m.group(0).translate(_LEET_I), text)]
     if "1" in text:
-        variants.append(decode({**_LEET_I, **_LEET_L}))
+        variants.append(_LEET_WORD.sub(lambda m: m.group(0).translate(_LEET_IL), text))
     return [v for v in dict.fromkeys(variants) if v != text]
