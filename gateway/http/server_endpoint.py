@@ -66,7 +66,7 @@ _SSE_HEADERS = {
 
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
 _KEEPALIVE_SECONDS = 15.0
-_LISTENER_RETRIES = 3
+_LISTENER_MAX_BACKOFF = 30.0
 
 
 @dataclass
@@ -112,9 +112,10 @@ class ServerEndpoint:
         msg = _parse_json(await request.read())
         if isinstance(msg, list):
             return await self._batch(request, msg)
-        if kind_of(msg) == "request" and msg["method"] == "initialize":
+        kind = kind_of(msg)
+        if kind == "request" and msg["method"] == "initialize":
             return await self._initialize(msg)
-        if kind_of(msg) == "request" and msg["method"] == "server/discover" and SESSION_HEADER not in request.headers:
+        if kind == "request" and msg["method"] == "server/discover" and SESSION_HEADER not in request.headers:
             # 2026-07-28 discovery is not served yet: an error makes SDK clients fall back to initialize.
             return web.json_response(
                 jsonrpc_error(msg["id"], METHOD_NOT_FOUND, "server/discover is not served; use initialize"),
@@ -122,10 +123,10 @@ class ServerEndpoint:
             )
         rt = self._session(request)
         commands = rt.core.from_host(msg)
-        if kind_of(msg) == "request":
+        if kind == "request":
             return await self._answer_request(request, rt, msg, commands)
         await self._run_oneway(rt, commands)
-        if msg.get("method") == "notifications/initialized" and rt.listener is None:
+        if kind == "notification" and msg["method"] == "notifications/initialized" and rt.listener is None:
             rt.listener = asyncio.create_task(self._listen(rt))
         return web.Response(status=202)
 
@@ -159,9 +160,15 @@ class ServerEndpoint:
         return resp
 
     async def _listen(self, rt: SessionRuntime) -> None:
-        """The gateway's own standalone stream to the upstream for this session."""
+        """The gateway's own standalone stream to the upstream for this session, reopened while the session lives.
+
+        Servers may close it at any time (2025-11-25 SSE polling), so it is reopened with a
+        backoff that resets whenever a stream carried messages.
+        """
         core = rt.core
-        for _ in range(_LISTENER_RETRIES):
+        failures = 0
+        while not rt.ended.is_set():
+            delivered = False
             try:
                 async with self.upstream.open_stream(
                     session_id=core.upstream_session_id or "", protocol_version=core.upstream_version
@@ -170,15 +177,15 @@ class ServerEndpoint:
                         rt.standalone_supported = False
                         return
                     async for upstream_msg in reply.messages:
+                        delivered = True
                         for out in await self._from_upstream(rt, upstream_msg, None):
                             await rt.outbox.send(out)
             except UpstreamSessionGone:
                 return
             except UpstreamFailure as exc:
                 log.info("stream.standalone_lost", server=self.name, session=core.session_id, reason=exc.message)
-            if rt.ended.is_set():
-                return
-            await asyncio.sleep(1.0)
+            failures = 0 if delivered else failures + 1
+            await asyncio.sleep(min(_LISTENER_MAX_BACKOFF, 0.5 * 2**failures))
 
     async def delete(self, request: web.Request) -> web.StreamResponse:
         rt = self._session(request)
