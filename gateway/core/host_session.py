@@ -245,10 +245,3 @@ class HostSession:
                 self.host_requests.release(uid)
                 out.append(ToHost(jsonrpc_error(host_id, code, message)))
         return out
-
-    def pending_upstream_id(self, host_id: Any) -> int | None:
-        return self.host_requests.issued_for(host_id)
-
-    def answered(self, upstream_id: int) -> bool:
-        found, _ = self.host_requests.original(upstream_id)
-        return not found
