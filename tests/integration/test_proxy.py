@@ -323,3 +323,25 @@ async def test_host_credential_never_sent_upstream_and_delete_ends_upstream_sess
             "Accept": "application/json, text/event-stream", "Mcp-Session-Id": upstream_sid,
             "MCP-Protocol-Version": "2025-11-25"})
         assert direct.status_code == 404  # the upstream session ended with the host's
+
+
+async def test_upstream_dies_while_host_answers_an_elicitation(tmp_path: Path) -> None:
+    """The host is still thinking when the server dies: its call fails cleanly and its late answer is not lost in a hang."""
+    answered: list[str] = []
+
+    async def slow_answer(context: Any, params: Any) -> ElicitResult:
+        await anyio.sleep(0.8)
+        answered.append(params.message)
+        return ElicitResult(action="accept", content={"name": "late"})
+
+    with upstream_server(tmp_path, "victim2") as victim, gateway(tmp_path, {"v": (victim.base + "/mcp", BOTH)}) as g:
+        with anyio.fail_after(20):
+            async with Client(endpoint(g, "v"), mode="legacy", elicitation_callback=slow_answer) as client:
+                with pytest.raises(MCPError) as info:
+                    await client.call_tool("die_during_elicitation", {})
+                assert info.value.error.code == -32012
+                await anyio.sleep(1.0)  # the late answer is posted to a dead upstream: logged, no hang
+        assert victim.process.wait(5) == 4
+        assert answered == ["[v] Still there?"]
+        async with httpx2.AsyncClient(timeout=5) as http:
+            assert (await http.get(f"{g.base}/healthz")).status_code == 200

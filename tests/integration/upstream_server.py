@@ -137,6 +137,15 @@ def url_required(entries_json: str) -> str:
     raise UrlElicitationRequiredError(entries)
 
 
+@mcp.tool()
+async def die_during_elicitation(ctx: Context) -> str:
+    """Ask the host a question, then die before the answer can arrive."""
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.3, os._exit, 4)
+    result = await ctx.elicit("Still there?", Name)
+    return str(result.action)
+
+
 def main() -> None:
     if sys.argv[1] == "stdio":
         mcp.run("stdio")
