@@ -10,7 +10,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.errors import ANSWER_REJECTED, ELICITATION_RATE_LIMITED, POLICY_UNAVAILABLE, jsonrpc_error
+from gateway.errors import (
+    ANSWER_REJECTED,
+    ELICITATION_RATE_LIMITED,
+    INVALID_PARAMS,
+    POLICY_UNAVAILABLE,
+    jsonrpc_error,
+)
 from gateway.logs import get_logger
 from gateway.policy.engine import Decision, PolicyEngine, block
 from gateway.policy.form_schema import check_answer
@@ -28,9 +34,18 @@ class ElicitationGate:
         self.engine = PolicyEngine(server, policy)
         self._limiter = limiter
 
-    async def decide(self, params: Mapping[str, Any], *, session: str, user: str) -> Decision:
+    async def decide(
+        self, params: Mapping[str, Any], *, session: str, user: str, offered: bool = True
+    ) -> Decision:
+        """`offered=False`: the mode was not offered to this server; refused even in monitor mode,
+        because passing it would break the host's side of the protocol."""
         limited = await self._rate_limit(user)
-        if limited is not None and (self.policy.enforce or limited.rules == ("state.unavailable",)):
+        if not offered:
+            mode = params.get("mode", "form")
+            decision = block(
+                "mode.not_offered", f"elicitation mode {mode!r} was not offered to this server", code=INVALID_PARAMS
+            )
+        elif limited is not None and (self.policy.enforce or limited.rules == ("state.unavailable",)):
             decision = limited
         else:
             decision = self.engine.decide(params)

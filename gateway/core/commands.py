@@ -29,6 +29,8 @@ class CheckElicitation:
 
     message: dict[str, Any]
     mode: str
+    offered: bool
+    """False when the mode was not offered to this server: the gate must refuse it with -32602."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -170,13 +170,15 @@ class HostSession:
             return [ToUpstream(result(rid, {}))]
         if method == "elicitation/create":
             params = msg.get("params")
-            mode = params.get("mode", "form") if isinstance(params, dict) else None
-            if not isinstance(params, dict) or mode not in self.offered:
+            if not isinstance(params, dict):
                 return [
-                    ToUpstream(jsonrpc_error(rid, INVALID_PARAMS, f"elicitation mode {mode!r} was not offered")),
-                    Dropped("elicitation.mode_refused", "mode not offered", {"mode": str(mode)}),
+                    ToUpstream(jsonrpc_error(rid, INVALID_PARAMS, "elicitation/create params must be an object")),
+                    Dropped("elicitation.invalid", "params not an object"),
                 ]
-            return [CheckElicitation(msg, mode)]
+            mode = params.get("mode", "form")
+            # A mode that was not offered still goes to the gate: it is refused there (-32602),
+            # counted against the rate limit and logged like every other decision.
+            return [CheckElicitation(msg, mode if isinstance(mode, str) else repr(mode), mode in self.offered)]
         return [self._forward_server_request(msg, msg)]
 
     def _forward_server_request(self, original: dict[str, Any], out: dict[str, Any]) -> ToHost:

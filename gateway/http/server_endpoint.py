@@ -404,7 +404,9 @@ class ServerEndpoint:
     async def _police(self, rt: SessionRuntime, check: CheckElicitation, via: Emit | None) -> list[Command]:
         params = check.message["params"]
         try:
-            decision = await self.gate.decide(params, session=rt.core.session_id, user=rt.user)
+            decision = await self.gate.decide(
+                params, session=rt.core.session_id, user=rt.user, offered=check.offered
+            )
             if decision.params is not None and check.mode == "url":
                 await self._register_owner(rt, decision.params["elicitationId"])
         except Exception as exc:  # fail closed: a policy or state failure never lets the request through
@@ -417,7 +419,7 @@ class ServerEndpoint:
         if decision.params is None:
             return rt.core.refuse_server_request(
                 check.message, decision.error_code,
-                f"elicitation blocked by gateway policy (rule {decision.rules[-1]}): {decision.reason}",
+                _refusal_message(decision.rules[-1], decision.reason),
                 decision.error_data,
             )
         if check.mode == "url" and via is not None:
@@ -432,7 +434,9 @@ class ServerEndpoint:
                 continue
             params = {"mode": "url", **entry}
             try:
-                decision = await self.gate.decide(params, session=rt.core.session_id, user=rt.user)
+                decision = await self.gate.decide(
+                    params, session=rt.core.session_id, user=rt.user, offered="url" in rt.core.offered
+                )
                 if decision.params is not None:
                     await self._register_owner(rt, decision.params["elicitationId"])
             except Exception as exc:  # fail closed, as for elicitation/create
@@ -513,6 +517,12 @@ class ServerEndpoint:
         self.metrics.request_seconds.labels(self.name).observe(elapsed)
         log.info("request", server=self.name, session=session, method=method,
                  duration_ms=round(elapsed * 1000, 2), outcome=outcome)
+
+
+def _refusal_message(rule: str, reason: str) -> str:
+    if rule == "mode.not_offered":
+        return reason  # a protocol error (-32602), not a policy block
+    return f"elicitation blocked by gateway policy (rule {rule}): {reason}"
 
 
 def _parse_json(body: bytes) -> Any:

@@ -52,3 +52,16 @@ def test_answer_check_drops_extras_and_rejects_wrong_types() -> None:
     assert out["error"]["code"] == -32053 and out["id"] == 4
     monitor = ElicitationGate("crm", ElicitationPolicy(enforce=False), None)
     assert monitor.check_answer(bad, SCHEMA, session="s") == (bad, None)
+
+
+async def test_mode_not_offered_is_refused_even_in_monitor_mode_and_counted() -> None:
+    limiter = RateLimiter("memory://")
+    gate = ElicitationGate("crm", ElicitationPolicy(rate_limit="1/minute", enforce=False), limiter)
+    try:
+        refused = await gate.decide(FORM, session="s", user="u", offered=False)
+        after = await gate.decide(FORM, session="s", user="u")
+    finally:
+        await limiter.close()
+    assert refused.decision == "block" and refused.rules == ("mode.not_offered",) and refused.error_code == -32602
+    assert refused.params is None
+    assert "rate_limit" in after.rules  # the refused attempt counted

@@ -128,7 +128,7 @@ def test_elicitation_in_offered_mode_goes_to_policy_then_host_with_new_id() -> N
     s = initialized()
     upstream_req = req(1, "elicitation/create", {"mode": "form", "message": "hi", "requestedSchema": {"type": "object", "properties": {}}})
     [check] = s.from_upstream(upstream_req)
-    assert check == CheckElicitation(upstream_req, "form")
+    assert check == CheckElicitation(upstream_req, "form", True)
     [to_host] = s.deliver_elicitation(upstream_req, {**upstream_req["params"], "message": "[crm] hi"})
     assert isinstance(to_host, ToHost)
     host_id = to_host.message["id"]
@@ -140,18 +140,26 @@ def test_elicitation_in_offered_mode_goes_to_policy_then_host_with_new_id() -> N
     assert isinstance(replay, Dropped)
 
 
-def test_elicitation_in_mode_not_offered_is_refused_with_32602_and_never_reaches_host() -> None:
+def test_elicitation_in_mode_not_offered_goes_to_the_gate_marked_not_offered() -> None:
+    """The gate refuses it with -32602 (and counts it against the rate limit); the host never sees it."""
     s = initialized(policy_modes=("form",))
-    out = s.from_upstream(req(4, "elicitation/create", {"mode": "url", "message": "m", "url": "https://a.example", "elicitationId": "e"}))
-    assert not any(isinstance(c, ToHost | CheckElicitation) for c in out)
-    [refusal] = [c for c in out if isinstance(c, ToUpstream)]
-    assert refusal.message["id"] == 4 and refusal.message["error"]["code"] == INVALID_PARAMS
+    msg = req(4, "elicitation/create", {"mode": "url", "message": "m", "url": "https://a.example", "elicitationId": "e"})
+    assert s.from_upstream(msg) == [CheckElicitation(msg, "url", False)]
+    [refusal] = s.refuse_server_request(msg, INVALID_PARAMS, "not offered")
+    assert refusal == ToUpstream({"jsonrpc": "2.0", "id": 4, "error": {"code": INVALID_PARAMS, "message": "not offered"}})
 
 
 def test_missing_mode_means_form() -> None:
     s = initialized(policy_modes=("url",), caps={"elicitation": {"form": {}, "url": {}}})
-    out = s.from_upstream(req(4, "elicitation/create", {"message": "m", "requestedSchema": {}}))
+    msg = req(4, "elicitation/create", {"message": "m", "requestedSchema": {}})
+    assert s.from_upstream(msg) == [CheckElicitation(msg, "form", False)]
+
+
+def test_elicitation_params_that_are_not_an_object_are_refused_in_the_core() -> None:
+    s = initialized()
+    out = s.from_upstream(req(5, "elicitation/create", ["x"]))
     assert isinstance(out[0], ToUpstream) and out[0].message["error"]["code"] == INVALID_PARAMS
+    assert not any(isinstance(c, ToHost) for c in out)
 
 
 def test_form_mode_key_removed_for_2025_06_18_host() -> None:
