@@ -47,9 +47,9 @@ class Scores:
     sensitive_by_lang: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
 
 
-def load_corpus() -> list[dict[str, Any]]:
+def load_corpus(folder: Path = CORPUS) -> list[dict[str, Any]]:
     rows = []
-    for path in sorted(CORPUS.glob("*.jsonl")):
+    for path in sorted(folder.glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 rows.append(json.loads(line))

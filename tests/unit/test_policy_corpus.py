@@ -38,3 +38,15 @@ def test_no_link_survives(scores: Scores) -> None:
 
 def test_every_request_decided_as_labelled(scores: Scores) -> None:
     assert scores.mismatches == []
+
+
+def test_blind_holdout_does_not_regress() -> None:
+    """tests/corpus/holdout/ was written blind (its author never saw the detector or the corpus).
+
+    Its first-sight figures (docs/policy-accuracy.md) are below the goals; this only guards against regressions.
+    """
+    rows = load_corpus(Path(__file__).resolve().parents[1] / "corpus" / "holdout")
+    s = score(rows, run_explain(rows))
+    assert s.total >= 240
+    assert s.sensitive_blocked >= 104
+    assert len(s.false_blocks) <= 5
