@@ -552,10 +552,61 @@ class _Tally:
         return sum(self.by_location.values())
 
 
+def _collect_texts(obj: Any, handlers: _Handlers, out: list[str]) -> None:
+    """The strings `_Tally.node` would pass to `_Tally.text`, in any order."""
+    if not (isinstance(obj, dict) or isinstance(obj, Mapping)):
+        return
+    for key, old in obj.items():
+        handler = handlers.get(key)
+        if handler is None:
+            continue
+        kind = handler[0]
+        if kind == _TEXT:
+            if isinstance(old, str):
+                out.append(old)
+        elif kind == _ITEMS:
+            _collect_texts(old, _ITEMS_KEYS, out)
+        elif kind == _PROPERTIES:
+            if isinstance(old, dict) or isinstance(old, Mapping):
+                for prop in old.values():
+                    _collect_texts(prop, _PROPERTY_KEYS, out)
+        elif not isinstance(old, list):
+            if kind == _TEXTS and isinstance(old, str):
+                out.append(old)
+        elif kind == _TEXTS:
+            out.extend(v for v in old if isinstance(v, str))
+        else:
+            for option in old:
+                _collect_texts(option, _OPTION_KEYS, out)
+
+
+def _form_may_contain_link(params: Mapping[str, Any]) -> bool:
+    """False only when no text `strip_form_links` looks at could hold a link (one regex for the form).
+
+    Exact as a pre-check: the texts are joined with newlines, which no alternative of
+    `_MAYBE_LINK_RE` can use, so a match in any one text is a match in the joined text.
+    """
+    try:
+        texts: list[str] = []
+        message = params.get("message") if "message" in params else None
+        if isinstance(message, str):
+            texts.append(message)
+        if "requestedSchema" in params:
+            _collect_texts(params["requestedSchema"], _SCHEMA_KEYS, texts)
+        joined = "\n".join(texts)
+        if not joined.isascii():
+            return True  # the per-text path folds non-ASCII text first
+        return _MAYBE_LINK_RE.search(joined) is not None
+    except Exception:  # the full walk below decides
+        return True
+
+
 def strip_form_links(params: Mapping[str, Any]) -> LinkStripResult:
     """Form mode: strip the message, schema title/description, field titles and descriptions,
     option titles (`oneOf[].title`, `anyOf[].title`, `items.anyOf[].title`, `enumNames`) and string
     defaults. Enum values, `const` and property names are answers, not text, and are left alone."""
+    if not _form_may_contain_link(params):
+        return LinkStripResult(dict(params), 0, ())
     tally = _Tally()
     new_params = dict(params)
     if "message" in params:

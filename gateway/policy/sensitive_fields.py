@@ -209,6 +209,8 @@ _META_WINDOW = 48
 _WORD_BREAK: Final = re.compile(r"[\W_]")
 _UNSPACED_TEXT: Final = re.compile("[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _STRIP_PUNCTUATION: Final = re.compile(r"[^\w\s]|_")
+# The ASCII characters `_STRIP_PUNCTUATION` removes (taken from the regex itself), for a bytes fast path.
+_ASCII_PUNCTUATION: Final = bytes(code for code in range(128) if _STRIP_PUNCTUATION.fullmatch(chr(code)))
 
 
 # A wildcard term swallows the rest of its word ("passwort*" in
@@ -254,27 +256,35 @@ def _compact_readings(text: str) -> list[str]:
     # Camel splitting would break alternating case ("PaSsWoRd"), so the
     # inside-a-word pass reads the unsplit text. Most texts have no camel
     # boundary, and then `_readings` already holds this fold (cache hit).
-    return [_STRIP_PUNCTUATION.sub("", r) for r in _readings(text)]
+    return [r.encode("ascii").translate(None, _ASCII_PUNCTUATION).decode("ascii") if r.isascii()
+            else _STRIP_PUNCTUATION.sub("", r) for r in _readings(text)]
 
 
 def _scan(matcher: _TermMatcher, text: str, prose: bool) -> tuple[frozenset[str], frozenset[str]]:
     """Categories `text` names as a secret, and those it only mentions in passing ("token count")."""
     asked: set[str] = set()
     about: set[str] = set()
+    pattern = matcher.pattern
+    infix_pattern = matcher.infix_pattern
     for reading in _prepare(text):
-        matches: list[re.Match[str]] = []
-        if matcher.pattern is not None:
-            matches = list(matcher.pattern.finditer(reading))
-        if matcher.infix_pattern is not None and not reading.isascii() and _UNSPACED_TEXT.search(reading):
-            matches.extend(matcher.infix_pattern.finditer(reading))
+        # Most readings hold no term: one search, no iterator or list to build.
+        if pattern is not None and pattern.search(reading) is not None:
+            matches = list(pattern.finditer(reading))
+        else:
+            matches = []
+        if infix_pattern is not None and not reading.isascii() and _UNSPACED_TEXT.search(reading):
+            matches.extend(infix_pattern.finditer(reading))
         for match in matches:
             category = matcher.category_of(match.group(1))
             passing = _is_meta(reading, match.start(), match.end(), compact=False) or (
                 prose and _is_negated(reading, match.start()))
             (about if passing else asked).add(category)
-    if matcher.compact_pattern is not None:
+    compact_pattern = matcher.compact_pattern
+    if compact_pattern is not None:
         for reading in _compact_readings(text):
-            for match in matcher.compact_pattern.finditer(reading):
+            if compact_pattern.search(reading) is None:
+                continue
+            for match in compact_pattern.finditer(reading):
                 category = matcher.compact_category[match.group(1)]
                 passing = _is_meta(reading, match.start(), match.end(), compact=True) or (
                     prose and _is_negated(reading, match.start()))
