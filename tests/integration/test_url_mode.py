@@ -149,7 +149,7 @@ async def test_url_required_keeps_good_entries_and_drops_bad_ones(gw: Proc) -> N
         {"mode": "url", "message": "Connect your drive", "url": "https://auth.example.com/drive", "elicitationId": "ok-1"},
         {"mode": "url", "message": "Connect", "url": "https://auth.example.com.evil.io/x", "elicitationId": "bad-1"},
     ]
-    async with Client(endpoint(gw), mode="legacy") as client:
+    async with Host().client(gw) as client:
         with pytest.raises(MCPError) as info:
             await client.call_tool("url_required", {"entries_json": json.dumps(entries)})
     error = info.value.error
@@ -162,7 +162,7 @@ async def test_url_required_keeps_good_entries_and_drops_bad_ones(gw: Proc) -> N
 
 async def test_url_required_with_only_bad_entries_becomes_a_clear_error(gw: Proc) -> None:
     entries = [{"mode": "url", "message": "m", "url": "http://auth.example.com/plain-http", "elicitationId": "bad-2"}]
-    async with Client(endpoint(gw), mode="legacy") as client:
+    async with Host().client(gw) as client:
         with pytest.raises(MCPError) as info:
             await client.call_tool("url_required", {"entries_json": json.dumps(entries)})
     assert info.value.error.code == -32050
@@ -226,3 +226,12 @@ async def test_completion_sent_on_another_session_reaches_nobody(gw: Proc) -> No
             await a.got_completion.wait()
     assert b.completions == []
     assert a.completions == ["cross-1"]
+
+
+async def test_url_required_to_a_host_without_url_mode_is_refused(gw: Proc) -> None:
+    """A host that declared no URL mode cannot act on -32042: it gets the gateway's error instead."""
+    entries = [{"mode": "url", "message": "Connect", "url": "https://auth.example.com/ok", "elicitationId": "no-url-1"}]
+    async with Client(endpoint(gw), mode="legacy") as client:  # no elicitation callback: no elicitation capability
+        with pytest.raises(MCPError) as info:
+            await client.call_tool("url_required", {"entries_json": json.dumps(entries)})
+    assert info.value.error.code == -32050
