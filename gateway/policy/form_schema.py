@@ -232,9 +232,10 @@ def _check_requested_schema(schema: object, limits: SchemaLimits, problems: _Pro
     if size > limits.max_schema_bytes:
         problems.add(path, f"larger than {limits.max_schema_bytes} bytes when serialized")
         return
-    for key in schema:
-        if key not in _TOP_LEVEL_KEYS:
-            problems.add(path, f"keyword {_keyword(key)} is not allowed at the top level")
+    if not schema.keys() <= _TOP_LEVEL_KEYS:
+        for key in schema:
+            if key not in _TOP_LEVEL_KEYS:
+                problems.add(path, f"keyword {_keyword(key)} is not allowed at the top level")
     if schema.get("type") != "object":
         problems.add(f"{path}.type", "must be 'object'")
     if "additionalProperties" in schema and schema["additionalProperties"] is not False:
@@ -252,9 +253,16 @@ def _check_requested_schema(schema: object, limits: SchemaLimits, problems: _Pro
     if len(properties) > limits.max_properties:
         problems.add(f"{path}.properties", f"{len(properties)} properties, more than {limits.max_properties}")
         return
+    items = problems.items
+    max_name = limits.max_name_length
+    max_text = limits.max_text_length
+    max_enum = limits.max_enum_values
     for index, (name, prop) in enumerate(properties.items()):
-        if problems.full:
+        if len(items) >= _MAX_PROBLEMS:
             return
+        if (type(name) is str and 0 < len(name) <= max_name and name.isascii() and name.isprintable()
+                and not name.isspace() and _plain_property_ok(prop, max_text, max_enum)):
+            continue  # an ordinary valid property: the full check below would find nothing
         if isinstance(name, str) and _is_printable_name(name, limits.max_name_length):
             _check_property(prop, f"{path}.properties.{name}", limits, problems)
         else:
@@ -291,6 +299,56 @@ def _check_text(value: object, path: str, limits: SchemaLimits, problems: _Probl
         problems.add(path, f"expected string, got {_type_name(value)}")
     elif len(value) > limits.max_text_length:
         problems.add(path, f"longer than {limits.max_text_length} characters")
+
+
+_PLAIN_STRING_KEYS = frozenset({"type", "title", "description", "format"})
+_PLAIN_NUMBER_KEYS = frozenset({"type", "title", "description", "minimum", "maximum"})
+_PLAIN_BOOLEAN_KEYS = _ANNOTATION_KEYS
+_PLAIN_ENUM_KEYS = frozenset({"type", "title", "description", "enum"})
+
+
+def _plain_property_ok(prop: object, max_text: int, max_enum: int) -> bool:
+    """True only for a common, valid property shape on which `_check_property` adds no problem.
+
+    A fast path, never a verdict: False means "run the full check", not "invalid".
+    """
+    if type(prop) is not dict:
+        return False
+    if "title" in prop:
+        title = prop["title"]
+        if type(title) is not str or len(title) > max_text:
+            return False
+    if "description" in prop:
+        description = prop["description"]
+        if type(description) is not str or len(description) > max_text:
+            return False
+    kind = prop.get("type")
+    keys = prop.keys()
+    if kind == "string" and type(kind) is str:
+        if keys <= _PLAIN_STRING_KEYS:
+            if "format" not in prop:
+                return True
+            fmt = prop["format"]
+            return type(fmt) is str and fmt in _ACCEPTED_FORMATS
+        if keys <= _PLAIN_ENUM_KEYS:
+            values = prop["enum"]
+            return (type(values) is list and 0 < len(values) <= max_enum
+                    and all(type(v) is str and len(v) <= max_text for v in values)
+                    and len(set(values)) == len(values))
+        return False
+    if (kind == "integer" or kind == "number") and type(kind) is str:
+        if not keys <= _PLAIN_NUMBER_KEYS:
+            return False
+        has_low = "minimum" in prop
+        has_high = "maximum" in prop
+        if has_low and type(prop["minimum"]) is not int:
+            return False
+        if has_high and type(prop["maximum"]) is not int:
+            return False
+        return not (has_low and has_high) or prop["minimum"] <= prop["maximum"]
+    if kind == "boolean" and type(kind) is str:
+        return keys <= _PLAIN_BOOLEAN_KEYS and ("default" not in prop or type(prop["default"]) is bool)
+    return False
 
 
 def _check_property(prop: object, path: str, limits: SchemaLimits, problems: _Problems) -> None:
