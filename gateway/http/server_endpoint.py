@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,10 +44,11 @@ from gateway.errors import (
     error_to_wire,
     jsonrpc_error,
 )
-from gateway.http.host_outbox import HostOutbox
+from gateway.http.host_outbox import Emit, HostOutbox
 from gateway.http.sse import frame
 from gateway.logs import get_logger
 from gateway.metrics import GatewayMetrics
+from gateway.policy.engine import Decision
 from gateway.state.errors import StateUnavailable
 from gateway.state.owner import Owner, OwnerKey
 from gateway.state.store import StateStore
@@ -64,7 +64,6 @@ _SSE_HEADERS = {
     "X-Accel-Buffering": "no",
 }
 
-Emit = Callable[[dict[str, Any]], Awaitable[None]]
 _KEEPALIVE_SECONDS = 15.0
 _LISTENER_MAX_BACKOFF = 30.0
 
@@ -401,21 +400,35 @@ class ServerEndpoint:
                 self._dropped(rt, c)
         return to_host
 
-    async def _police(self, rt: SessionRuntime, check: CheckElicitation, via: Emit | None) -> list[Command]:
-        params = check.message["params"]
+    async def _decide(self, rt: SessionRuntime, params: dict[str, Any], offered: bool) -> Decision | None:
+        """The gate's decision, with the owner registered for an allowed URL-mode request.
+
+        None when policy or state failed: the caller blocks (fail closed).
+        """
         try:
-            decision = await self.gate.decide(
-                params, session=rt.core.session_id, user=rt.user, offered=check.offered
-            )
-            if decision.params is not None and check.mode == "url":
-                await self._register_owner(rt, decision.params["elicitationId"])
+            decision = await self.gate.decide(params, session=rt.core.session_id, user=rt.user, offered=offered)
+            if decision.params is not None and params.get("mode") == "url":
+                key = self._owner_key(rt, decision.params["elicitationId"])
+                await self.store.register_owner(key, Owner(rt.core.session_id, rt.user), self.owner_ttl)
         except Exception as exc:  # fail closed: a policy or state failure never lets the request through
             log.error("elicitation.policy_failed", server=self.name, session=rt.core.session_id,
                       error_type=type(exc).__name__)
+            return None
+        self.metrics.decisions.labels(self.name, decision.decision).inc()
+        for rule in decision.rules:
+            self.metrics.rules.labels(self.name, rule).inc()
+        return decision
+
+    def _owner_key(self, rt: SessionRuntime, elicitation_id: str) -> OwnerKey:
+        # elicitationId is unique only per server session: namespace the bookkeeping, never the id.
+        return OwnerKey(self.name, rt.core.upstream_session_id or rt.core.session_id, elicitation_id)
+
+    async def _police(self, rt: SessionRuntime, check: CheckElicitation, via: Emit | None) -> list[Command]:
+        decision = await self._decide(rt, check.message["params"], check.offered)
+        if decision is None:
             return rt.core.refuse_server_request(
                 check.message, POLICY_UNAVAILABLE, "elicitation policy failed; blocked"
             )
-        self._count(decision.decision, decision.rules)
         if decision.params is None:
             return rt.core.refuse_server_request(
                 check.message, decision.error_code,
@@ -432,31 +445,15 @@ class ServerEndpoint:
         for entry in check.entries:
             if not isinstance(entry, dict):
                 continue
-            params = {"mode": "url", **entry}
-            try:
-                decision = await self.gate.decide(
-                    params, session=rt.core.session_id, user=rt.user, offered="url" in rt.core.offered
-                )
-                if decision.params is not None:
-                    await self._register_owner(rt, decision.params["elicitationId"])
-            except Exception as exc:  # fail closed, as for elicitation/create
-                log.error("elicitation.policy_failed", server=self.name, session=rt.core.session_id,
-                          error_type=type(exc).__name__)
-                continue
-            self._count(decision.decision, decision.rules)
-            if decision.params is not None:
+            decision = await self._decide(rt, {"mode": "url", **entry}, "url" in rt.core.offered)
+            if decision is not None and decision.params is not None:
                 kept.append(decision.params)
         return rt.core.url_required_outcome(check.message, kept, len(check.entries) - len(kept))
 
-    async def _register_owner(self, rt: SessionRuntime, elicitation_id: str) -> None:
-        key = OwnerKey(self.name, rt.core.upstream_session_id or rt.core.session_id, elicitation_id)
-        await self.store.register_owner(key, Owner(rt.core.session_id, rt.user), self.owner_ttl)
-
     async def _route_completion(self, rt: SessionRuntime, c: RouteCompletion) -> None:
         """Only the session (and user) that received this elicitation gets its completion, once."""
-        key = OwnerKey(self.name, rt.core.upstream_session_id or rt.core.session_id, c.elicitation_id)
         try:
-            owner = await self.store.complete(key, self.completion_grace)
+            owner = await self.store.complete(self._owner_key(rt, c.elicitation_id), self.completion_grace)
         except StateUnavailable:
             owner, reason = None, "state unavailable"
         else:
@@ -467,11 +464,6 @@ class ServerEndpoint:
         route = await rt.outbox.send_completion(c.elicitation_id, c.message)
         log.info("elicitation.completed", server=self.name, session=rt.core.session_id,
                  elicitation_id=c.elicitation_id, route=route)
-
-    def _count(self, decision: str, rules: tuple[str, ...]) -> None:
-        self.metrics.decisions.labels(self.name, decision).inc()
-        for rule in rules:
-            self.metrics.rules.labels(self.name, rule).inc()
 
     async def _run_oneway(self, rt: SessionRuntime, commands: list[Command]) -> None:
         for c in commands:
