@@ -5,8 +5,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 NPM_STAMP := tests/npm/node_modules/.installed
+# The MCP conformance suite and the Node (>= 22) it runs on, both from npm, pinned by the lock file.
+CONFORMANCE_STAMP := tests/conformance/node_modules/.installed
 
-.PHONY: run test lint unit bench check-schema clean
+.PHONY: run test lint unit bench bench-sessions check-schema clean deploy-check conformance conformance-ci \
+	conformance-tools fuzz soak burst browser
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
@@ -20,10 +23,33 @@ $(NPM_STAMP): tests/npm/package.json tests/npm/package-lock.json
 	cd tests/npm && npm ci --no-audit --no-fund --loglevel=error
 	touch $(NPM_STAMP)
 
+$(CONFORMANCE_STAMP): tests/conformance/package.json tests/conformance/package-lock.json
+	cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error
+	tests/conformance/node_modules/node/bin/node --version
+	touch $(CONFORMANCE_STAMP)
+
+# For `make test`: a failed install (no npm registry) is not fatal there; the conformance tests
+# then skip and say why. `make conformance` and `make conformance-ci` need it and stop instead.
+conformance-tools:
+	@$(MAKE) --no-print-directory $(CONFORMANCE_STAMP) || { \
+	  echo "**************************************************************************"; \
+	  echo "WARNING: could not install Node 22 and the conformance suite (npm ci in"; \
+	  echo "tests/conformance): the conformance tests will be skipped."; \
+	  echo "**************************************************************************"; }
+
+# The full table: every scenario at 2025-11-25 and 2026-07-28, reference server directly and
+# through the gateway, client scenarios, npm server-everything; rewrites docs/protocol-support.md.
+conformance: $(STAMP) $(NPM_STAMP) $(CONFORMANCE_STAMP)
+	$(PY) tests/conformance/run.py --write-doc
+
+# The CI subset: the elicitation scenarios of both eras (what tests/conformance runs under pytest).
+conformance-ci: $(STAMP) $(CONFORMANCE_STAMP)
+	$(PY) tests/conformance/run.py --scenarios elicitation
+
 run: $(STAMP)
 	$(PY) -m gateway.demo.run_demo
 
-test: $(STAMP) $(NPM_STAMP) lint
+test: $(STAMP) $(NPM_STAMP) conformance-tools lint browser
 	rm -f .coverage .coverage.*
 	$(PY) -m coverage run -m pytest
 	$(PY) -m coverage combine --quiet
@@ -33,12 +59,78 @@ unit: $(STAMP)
 	$(PY) -m pytest tests/unit
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check gateway tests bench examples
+	$(VENV)/bin/ruff check gateway tests bench examples fuzz
 	$(VENV)/bin/mypy
 	$(PY) -m gateway.policy.schema_export --check policies/schema.json
+	$(PY) -m gateway.config_reference --check docs/configuration.md
+	$(MAKE) --no-print-directory deploy-check
+
+# deploy/: Kubernetes manifests and the compose file against the schemas bundled in the dev
+# extras (no network), HAProxy's own config check, then tests/deploy (the files' rules and
+# `elicitation-gateway check` on the configs they mount). HAProxy comes from Debian's packages:
+# installed here when missing and we are root with apt-get; otherwise a loud warning and that
+# one check is skipped.
+K8S_MANIFESTS := $(filter-out deploy/kubernetes/kustomization.yaml,$(wildcard deploy/kubernetes/*.yaml))
+
+deploy-check: $(STAMP)
+	$(VENV)/bin/kubernetes-validate --strict --quiet $(K8S_MANIFESTS)
+	@echo "deploy/kubernetes: $(words $(K8S_MANIFESTS)) manifests valid (kubernetes-validate --strict)"
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.compose-spec deploy/docker-compose.yaml
+	@if ! command -v haproxy >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "haproxy not found: installing Debian's haproxy package to check deploy/haproxy.cfg"; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends haproxy >/dev/null; } \
+	      || echo "apt-get could not install haproxy"; \
+	  fi; \
+	fi
+	@if command -v haproxy >/dev/null 2>&1; then \
+	  out=$$(haproxy -c -f deploy/haproxy.cfg 2>&1) || { echo "$$out"; exit 1; }; \
+	  echo "deploy/haproxy.cfg: valid ($$(haproxy -v | head -n1 | cut -d' ' -f1-3); the gateway-N names resolve only inside compose)"; \
+	else \
+	  echo "**************************************************************************"; \
+	  echo "WARNING: haproxy is not installed and could not be installed (needs root"; \
+	  echo "and apt-get): deploy/haproxy.cfg was NOT checked. apt-get install haproxy"; \
+	  echo "**************************************************************************"; \
+	fi
+	$(PY) -m pytest tests/deploy
+
+# Headless Chromium for the /admin page test (driven by playwright-core from tests/npm). Installed
+# from Debian's packages when missing and we are root with apt-get; otherwise that test is skipped
+# and says why.
+browser:
+	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "chromium not found: installing Debian's chromium package for the /admin page test"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
+	    || echo "apt-get could not install chromium: the /admin browser test will be skipped"; \
+	fi
+	@[ -x /usr/bin/chromium ] || echo "WARNING: no /usr/bin/chromium: the /admin browser test will be skipped"
 
 bench: $(STAMP)
 	$(PY) bench/run_benchmarks.py
+	$(PY) bench/sessions.py
+
+# Session figures only: 10,000 idle sessions against the gateway and a plain aiohttp forwarder.
+bench-sessions: $(STAMP)
+	$(PY) bench/sessions.py
+
+# Coverage-guided fuzzing (atheris) of every target in fuzz/targets.py, FUZZ_SECONDS each.
+# A crash is written to fuzz/regressions/ (commit it: tests/fuzz replays it in every run).
+FUZZ_SECONDS ?= 120
+fuzz: $(STAMP)
+	@for t in jsonrpc sse core policy; do \
+	  echo "== fuzz target $$t ($(FUZZ_SECONDS) s)"; \
+	  $(PY) -m fuzz.run $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 || exit 1; \
+	done
+
+# Mixed traffic across many sessions for SOAK_SECONDS (default 10 minutes), then memory, open
+# connections, file descriptors and errors: they must stay flat, errors at zero. Not in CI.
+SOAK_SECONDS ?= 600
+soak: $(STAMP)
+	$(PY) bench/soak.py --seconds $(SOAK_SECONDS)
+
+# One server bursting at 10x while another's latency is measured (a longer run of the CI check).
+burst: $(STAMP)
+	$(PY) bench/burst.py --seconds 30
 
 clean:
 	rm -rf $(VENV) .coverage .mypy_cache .ruff_cache

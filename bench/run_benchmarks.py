@@ -1,5 +1,7 @@
 """Benchmarks (`make bench`): one policy decision, and the proxy against a direct connection.
 
+`python bench/run_benchmarks.py --policy-only` measures the policy decision alone.
+
 Every proxy figure is printed next to the same workload on a direct connection to
 the same upstream, measured in the same run, as a ratio. Loopback only; bounded.
 """
@@ -154,7 +156,8 @@ async def bench_proxy() -> None:
 
 def main() -> None:
     bench_policy()
-    asyncio.run(bench_proxy())
+    if "--policy-only" not in sys.argv[1:]:  # the policy decision alone: no servers, a few seconds
+        asyncio.run(bench_proxy())
 
 
 if __name__ == "__main__":

@@ -27,17 +27,39 @@ class _Frozen(BaseModel):
 
 
 class ListenConfig(_Frozen):
+    """Where hosts connect (`serve --host/--port` override these)."""
+
     host: str = "127.0.0.1"
+    """Address to listen on; 0.0.0.0 for every interface (in a container)."""
     port: int = Field(default=8808, ge=0, le=65535)
+    """TCP port; 0 picks a free one."""
     allowed_origins: tuple[str, ...] = ()
     """Browser origins allowed besides loopback ones; requests without Origin are always allowed."""
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    """Largest host request body accepted (413 above)."""
+    allowed_hosts: tuple[str, ...] = ()
+    """`Host` header names accepted besides IP literals and localhost (DNS-rebinding guard); a leading
+    `*.` matches subdomains. Put the names hosts use to reach the gateway here (e.g. the load balancer's)."""
+    max_json_depth: int = Field(default=64, ge=4, le=512)
+    """Nesting depth of a host's JSON body; deeper bodies are refused (400)."""
+    body_timeout_seconds: float = Field(default=30.0, gt=0)
+    """Deadline for reading a request body; a host that sends it slower gets 408."""
+    header_timeout_seconds: float = Field(default=15.0, gt=0)
+    """Deadline for a connection to deliver a complete request head (slow-loris guard)."""
+    write_timeout_seconds: float = Field(default=30.0, gt=0)
+    """A host stream whose socket accepts nothing for this long (its send buffer full) is disconnected,
+    so a slow consumer holds at most one transport buffer of memory."""
 
 
 class StateConfig(_Frozen):
+    """Sessions, pending requests, URL-mode owners and rate limits (docs/state.md)."""
+
     backend: Literal["memory", "redis"] = "memory"
+    """memory: one process; redis: shared by replicas, any replica serves any request."""
     url: str | None = None
+    """Redis URL (redis:// or rediss://), required with backend redis."""
     key_prefix: str = "mcpgw:"
+    """Prefix of every Redis key, so several gateways can share one Redis."""
 
     @model_validator(mode="after")
     def _redis_needs_url(self) -> StateConfig:
@@ -47,31 +69,104 @@ class StateConfig(_Frozen):
 
 
 class SessionsConfig(_Frozen):
+    """Host sessions: lifetimes and bounds."""
+
     idle_timeout_seconds: float = Field(default=3600.0, gt=0)
+    """A session unused this long (on every replica) is ended, upstream too."""
     max_sessions: int = Field(default=10000, ge=1)
+    """Live host sessions at most (all servers, all replicas); initialize beyond it gets 503."""
     buffer_ttl_seconds: float = Field(default=600.0, gt=0)
     """How long messages wait for a host that has no stream open."""
     elicitation_owner_ttl_seconds: float = Field(default=3600.0, gt=0)
     """How long a pending URL-mode elicitation stays routable to its owner."""
     completion_grace_seconds: float = Field(default=300.0, ge=0)
     """How long a completed elicitationId is remembered, so replays are recognised and dropped."""
+    max_sessions_per_user: int = Field(default=100, ge=1)
+    """Sessions one authenticated user may hold at once (all servers); more initializes get 429.
+    Not applied in unauthenticated mode, where every session is its own user."""
+    max_notifications_per_second: float = Field(default=200.0, gt=0)
+    """Notifications a server may send one host session per second (and in a burst); the excess is
+    dropped and logged (`upstream.notification_flood`), so a flooding server cannot swamp a host."""
+    max_pending_server_requests: int = Field(default=64, ge=1)
+    """Server requests (elicitations included) awaiting one host session's answer; more are refused."""
+    resume_grace_seconds: float = Field(default=10.0, ge=0)
+    """After a host's request stream drops, how long the call goes on into the store so the host can
+    resume it (GET + Last-Event-ID, any replica); then the server gets notifications/cancelled."""
+    elicitation_timeout_seconds: float = Field(default=600.0, gt=0)
+    """How long a call translated between revisions waits for the host to answer an elicitation
+    (a modern host's retry, or a handshake-era host's answer) before it is cancelled upstream."""
+    keepalive_seconds: float = Field(default=15.0, gt=0)
+    """Keepalive comments on idle host streams; also how often a GET stream re-checks its session."""
 
 
 class LoggingConfig(_Frozen):
+    """Logs on stdout (docs/logs-and-metrics.md)."""
+
     format: Literal["auto", "json", "console"] = "auto"
+    """json: one object per line (for a SIEM); console: for people; auto: console on a terminal, else json.
+    `serve --log-format` overrides it."""
     level: Literal["debug", "info", "warning", "error"] = "info"
+    """Lowest level written."""
+    session_salt: str | None = None
+    """Key of the session-id hash in log lines; set the same value on every replica so lines of one
+    session agree across replicas. Unset: a random key per process."""
+
+
+class PoolConfig(_Frozen):
+    """Connections to one Streamable HTTP server. Requests (POST, DELETE, and the GETs that resume a
+    POST's reply) and standalone GET streams use two separate pools, so a request never waits behind
+    idle streams."""
+
+    max_connections: int = Field(default=100, ge=1)
+    """Requests in flight at once (each holds one connection until its reply is read or dropped)."""
+    max_streams: int = Field(default=1000, ge=1)
+    """Standalone GET streams open at once."""
+    acquire_timeout_seconds: float = Field(default=5.0, gt=0)
+    """How long a request or stream waits for a free slot before it fails (JSON-RPC -32010)."""
+
+
+class ResumeConfig(_Frozen):
+    """Resuming a POST's SSE reply that ends before its answer (SSE polling, Last-Event-ID)."""
+
+    max_attempts: int = Field(default=3, ge=0)
+    """Failed reopen attempts in a row before giving up; 0 turns resumption off."""
+    max_resumes: int = Field(default=1000, ge=1)
+    """Reopens for one reply in total, successful or not."""
+    default_retry_seconds: float = Field(default=1.0, ge=0)
+    """Wait before reopening when the server gave no `retry`."""
+    max_retry_seconds: float = Field(default=30.0, ge=0)
+    """Upper bound on the server's `retry`."""
 
 
 class ServerConfig(_Frozen):
+    """One upstream MCP server: `url` (Streamable HTTP) or `command` (stdio), and its policy."""
+
     url: str | None = None
+    """Streamable HTTP endpoint of the server (http:// or https://)."""
     headers: dict[str, str] = {}
+    """Headers sent to this server only, e.g. its credential via ${ENV}; never logged."""
     command: str | None = None
+    """stdio server: the program to run, one process per host session."""
     args: tuple[str, ...] = ()
+    """stdio server: its arguments."""
     env: dict[str, str] = {}
+    """stdio server: extra environment variables."""
     cwd: str | None = None
+    """stdio server: working directory."""
     policy: str | None = None
+    """Policy file, relative to the config file; none means every policy default."""
     connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    """How long connecting to the server (or starting it) may take."""
     request_timeout_seconds: float | None = Field(default=None, gt=0)
+    """Upper bound on one request's reply; none means no bound (streams may be long)."""
+    pool: PoolConfig = PoolConfig()
+    """Streamable HTTP only."""
+    resume: ResumeConfig = ResumeConfig()
+    """Streamable HTTP only."""
+    protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
+    """The revision family spoken to this server: `legacy` (initialize, sessions: 2025-03-26 to
+    2025-11-25), `2026-07-28` (no sessions, input_required results), or `auto`: ask it with
+    `server/discover` once and remember the answer."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> ServerConfig:
@@ -82,18 +177,138 @@ class ServerConfig(_Frozen):
         return self
 
 
+class ApiKeyConfig(_Frozen):
+    """One static API key, stored hashed (`elicitation-gateway hash-key` prints the hash)."""
+
+    user: str = Field(min_length=1, max_length=200)
+    groups: tuple[str, ...] = ()
+    hash: str = Field(pattern=r"^scrypt\$")
+
+
+class JwtConfig(_Frozen):
+    """Bearer JWTs checked against a JWKS (a file, or a URL fetched with a cache)."""
+
+    issuer: str
+    audience: str
+    jwks_file: str | None = None
+    """Relative to the config file."""
+    jwks_url: str | None = None
+    jwks_cache_seconds: float = Field(default=300.0, gt=0)
+    algorithms: tuple[Literal["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512",
+                              "EdDSA"], ...] = ("RS256", "ES256")
+    leeway_seconds: float = Field(default=30.0, ge=0, le=600)
+    """Clock skew allowed on exp, nbf and iat."""
+    user_claim: str = "sub"
+    groups_claim: str = "groups"
+
+    @model_validator(mode="after")
+    def _one_source(self) -> JwtConfig:
+        if (self.jwks_file is None) == (self.jwks_url is None):
+            raise ValueError("give exactly one of jwks_file or jwks_url")
+        if self.jwks_url is not None and not self.jwks_url.startswith("https://") and not _loopback_url(self.jwks_url):
+            raise ValueError("jwks_url must be https:// (http:// only on loopback)")
+        return self
+
+
+class AccessConfig(_Frozen):
+    """Which servers an authenticated user may use: default, plus their user entry, plus their groups'."""
+
+    default: tuple[str, ...] = ("*",)
+    """Servers every authenticated user may use; "*" is every server; [] makes the lists below the only grants."""
+    users: dict[str, tuple[str, ...]] = {}
+    groups: dict[str, tuple[str, ...]] = {}
+
+
+class AuthConfig(_Frozen):
+    """Host authentication. Neither api_keys nor jwt: unauthenticated local mode (loud warning at start-up)."""
+
+    api_keys: tuple[ApiKeyConfig, ...] = ()
+    jwt: JwtConfig | None = None
+    access: AccessConfig = AccessConfig()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.api_keys) or self.jwt is not None
+
+
+class AdminConfig(_Frozen):
+    """The admin endpoints (`/metrics`, `/admin`): their own credential (API keys, hashed), and the decisions page."""
+
+    api_keys: tuple[str, ...] = ()
+    """Hashes from `elicitation-gateway hash-key`. None configured: admin endpoints answer loopback clients only."""
+    enabled: bool = False
+    """Serve the decisions page at /admin (behind the admin credential)."""
+    recent_decisions: int = Field(default=500, ge=10, le=100000)
+    """Decisions kept in memory for the page (per replica)."""
+
+    @model_validator(mode="after")
+    def _hashes(self) -> AdminConfig:
+        for h in self.api_keys:
+            if not h.startswith("scrypt$"):
+                raise ValueError("admin api_keys are hashes from `elicitation-gateway hash-key` (scrypt$...)")
+        return self
+
+
+def _loopback_url(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        return url.startswith("http://") and urlsplit(url).hostname in ("127.0.0.1", "localhost", "::1")
+    except ValueError:
+        return False
+
+
+class TracingConfig(_Frozen):
+    """OpenTelemetry traces. Off unless `otlp_endpoint` is set: then no exporter runs and spans cost nothing."""
+
+    otlp_endpoint: str | None = None
+    """OTLP/HTTP traces endpoint, e.g. http://otel-collector:4318/v1/traces."""
+    headers: dict[str, str] = {}
+    """Extra headers for the collector (e.g. an API key via ${ENV})."""
+    service_name: str = "elicitation-gateway"
+    """`service.name` of the spans."""
+    sample_ratio: float = Field(default=1.0, ge=0, le=1)
+    """Share of new traces recorded; a host's sampled `traceparent` is always followed."""
+
+    @model_validator(mode="after")
+    def _endpoint_is_http(self) -> TracingConfig:
+        if self.otlp_endpoint is not None and not self.otlp_endpoint.startswith(("http://", "https://")):
+            raise ValueError("otlp_endpoint must start with http:// or https://")
+        return self
+
+
+class ReloadConfig(_Frozen):
+    """Live reload of policies: on SIGHUP always, and when a watched file changes."""
+
+    watch: bool = True
+    """Poll the config file and every policy file it names for changes."""
+    poll_seconds: float = Field(default=2.0, gt=0)
+
+
 class GatewayConfig(_Frozen):
+    """The gateway config file."""
+
     listen: ListenConfig = ListenConfig()
+    auth: AuthConfig = AuthConfig()
+    admin: AdminConfig = AdminConfig()
     state: StateConfig = StateConfig()
     sessions: SessionsConfig = SessionsConfig()
     logging: LoggingConfig = LoggingConfig()
+    tracing: TracingConfig = TracingConfig()
+    reload: ReloadConfig = ReloadConfig()
     servers: dict[str, ServerConfig] = Field(min_length=1)
+    """Upstream servers by name (letters, digits, `_.-`); hosts connect to /servers/<name>/mcp."""
 
     @model_validator(mode="after")
     def _names(self) -> GatewayConfig:
         for name in self.servers:
             if not re.match(_SERVER_NAME, name):
                 raise ValueError(f"server name {name!r} must match {_SERVER_NAME}")
+        access = self.auth.access
+        for grants in (access.default, *access.users.values(), *access.groups.values()):
+            for name in grants:
+                if name != "*" and name not in self.servers:
+                    raise ValueError(f"auth.access names server {name!r}, which is not configured")
         return self
 
 
@@ -184,4 +399,20 @@ def load_config(path: str | Path) -> LoadedConfig:
                 raise ConfigError(str(cfg_path), f"servers.{name}.policy", f"policy file not found: {ppath}")
             cache[ppath] = load_policy(ppath)
         policies[name], policy_paths[name] = cache[ppath], ppath
+    jwt_cfg = gateway.auth.jwt
+    if jwt_cfg is not None and jwt_cfg.jwks_file is not None:
+        _check_jwks_file(cfg_path, (cfg_path.parent / jwt_cfg.jwks_file).resolve())
     return LoadedConfig(path=cfg_path, gateway=gateway, policies=policies, policy_paths=policy_paths)
+
+
+def _check_jwks_file(cfg_path: Path, path: Path) -> None:
+    import jwt
+
+    try:
+        jwks = jwt.PyJWKSet.from_json(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(str(cfg_path), "auth.jwt.jwks_file", f"cannot read {path}: {exc.strerror or exc}") from None
+    except (jwt.PyJWKSetError, ValueError) as exc:
+        raise ConfigError(str(cfg_path), "auth.jwt.jwks_file", f"not a usable JWKS: {exc}") from None
+    if not jwks.keys:
+        raise ConfigError(str(cfg_path), "auth.jwt.jwks_file", "the JWKS holds no usable key")

@@ -7,9 +7,10 @@ backend cannot be reached the elicitation is blocked (fail closed).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
+from gateway import tracing
 from gateway.errors import (
     ANSWER_REJECTED,
     ELICITATION_RATE_LIMITED,
@@ -22,23 +23,42 @@ from gateway.policy.engine import Decision, PolicyEngine, block
 from gateway.policy.form_schema import check_answer
 from gateway.policy.policy_config import ElicitationPolicy
 from gateway.state.errors import StateUnavailable
-from gateway.state.rate_limiter import RateLimiter
+from gateway.state.rate_limiter import RateVerdict
 
 log = get_logger("gateway.audit")
 
+class RateLimits(Protocol):
+    """What the gate needs of a rate limiter (gateway/state/rate_limiter.py, or a wrapper around it)."""
+
+    async def hit(self, spec: str, *key: str) -> RateVerdict: ...
+
+
+DecisionSink = Callable[[str, str, Decision, Mapping[str, Any]], None]
+"""(server, mode, decision, params as the server sent them) -> None; see gateway/admin_feed.py."""
+
 
 class ElicitationGate:
-    def __init__(self, server: str, policy: ElicitationPolicy, limiter: RateLimiter | None) -> None:
+    def __init__(
+        self, server: str, policy: ElicitationPolicy, limiter: RateLimits | None, sink: DecisionSink | None = None
+    ) -> None:
         self.server = server
         self.policy = policy
         self.engine = PolicyEngine(server, policy)
         self._limiter = limiter
+        self._sink = sink
 
     async def decide(
         self, params: Mapping[str, Any], *, session: str, user: str, offered: bool = True
     ) -> Decision:
         """`offered=False`: the mode was not offered to this server; refused even in monitor mode,
         because passing it would break the host's side of the protocol."""
+        with tracing.span("mcpgw.policy", server=self.server):
+            decision = await self._decide(params, offered, user)
+            tracing.annotate(decision=decision.decision, rules=decision.rules, enforced=decision.enforced)
+        self._audit(decision, params, session, user)
+        return decision
+
+    async def _decide(self, params: Mapping[str, Any], offered: bool, user: str) -> Decision:
         limited = await self._rate_limit(user)
         if not offered:
             mode = params.get("mode", "form")
@@ -54,7 +74,6 @@ class ElicitationGate:
                     "block", (*decision.rules, *limited.rules), limited.reason, decision.params,
                     decision.changes, enforced=False,
                 )
-        self._audit(decision, params, session, user)
         return decision
 
     def check_answer(
@@ -124,3 +143,15 @@ class ElicitationGate:
             fields["elicitation_id"] = params["elicitationId"]
         level = log.warning if decision.decision == "block" else log.info
         level("elicitation.decision", **fields)
+        if self._sink is not None:
+            self._sink(self.server, fields["mode"], decision, params)
+
+
+def refusal(request_id: Any, decision: Decision | None) -> dict[str, Any]:
+    """The error a server gets for an elicitation policy refused (or could not judge: fail closed)."""
+    if decision is None:
+        return jsonrpc_error(request_id, POLICY_UNAVAILABLE, "elicitation policy failed; blocked")
+    rule = decision.rules[-1]
+    message = decision.reason if rule == "mode.not_offered" else (
+        f"elicitation blocked by gateway policy (rule {rule}): {decision.reason}")
+    return jsonrpc_error(request_id, decision.error_code, message, decision.error_data)

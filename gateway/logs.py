@@ -9,6 +9,8 @@ from typing import Any
 import orjson
 import structlog
 
+from gateway.identity import hash_session_ids
+
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 
@@ -22,6 +24,7 @@ def configure_logging(fmt: str = "auto", level: str = "info") -> None:
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            hash_session_ids,  # raw session ids never reach a log line
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             renderer,

@@ -2,16 +2,52 @@
 
 from __future__ import annotations
 
+import sys
+
 from aiohttp import web
 
+from gateway import tracing
 from gateway.config import LoadedConfig
 from gateway.http.app import create_app
+from gateway.identity import set_session_salt
 from gateway.logs import configure_logging, get_logger
 
+_BANNER = """\
+******************************************************************************
+WARNING: host authentication is OFF. Anyone who can reach {where} can use
+every server in this config with its upstream credentials. Fine on a laptop
+for local use; anywhere else set auth.api_keys or auth.jwt (docs/security.md).
+******************************************************************************
+"""
 
-def serve(cfg: LoadedConfig, *, host: str | None = None, port: int | None = None) -> None:
-    configure_logging(cfg.gateway.logging.format, cfg.gateway.logging.level)
+
+def serve(
+    cfg: LoadedConfig, *, host: str | None = None, port: int | None = None, log_format: str | None = None
+) -> None:
+    configure_logging(log_format or cfg.gateway.logging.format, cfg.gateway.logging.level)
     listen_host = host or cfg.gateway.listen.host
     listen_port = port if port is not None else cfg.gateway.listen.port
-    get_logger().info("gateway.starting", host=listen_host, port=listen_port, servers=sorted(cfg.gateway.servers))
-    web.run_app(create_app(cfg), host=listen_host, port=listen_port, print=None, access_log=None)
+    traced = tracing.configure(cfg.gateway.tracing)
+    set_session_salt(cfg.gateway.logging.session_salt)
+    log = get_logger()
+    log.info("gateway.starting", host=listen_host, port=listen_port, servers=sorted(cfg.gateway.servers),
+             tracing=traced, admin=cfg.gateway.admin.enabled)
+    if not cfg.gateway.auth.enabled:
+        log.warning("auth.disabled", host=listen_host, port=listen_port,
+                    detail="unauthenticated local mode: every client is trusted with every server")
+        print(_BANNER.format(where=f"{listen_host}:{listen_port}"), file=sys.stderr, flush=True)
+    if not cfg.gateway.admin.api_keys:
+        log.warning("admin.loopback_only",
+                    detail="admin.api_keys not set: admin endpoints answer loopback clients only")
+    try:
+        web.run_app(create_app(cfg), host=listen_host, port=listen_port, print=None, access_log=None,
+            # Also the deadline for a new connection's request head (slow-loris guard): aiohttp closes a
+            # connection that has not delivered a complete request within it.
+            keepalive_timeout=cfg.gateway.listen.header_timeout_seconds,
+            # After an early answer (408, 413) aiohttp drains the unread body this long before closing.
+            lingering_time=2.0,
+            # A host that disconnects cancels its handler: its upstream call is detached, then released.
+            handler_cancellation=True,
+        )
+    finally:
+        tracing.shutdown()  # flushes spans still buffered for the collector

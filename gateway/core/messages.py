@@ -18,13 +18,13 @@ def kind_of(msg: Any) -> Kind:
     if isinstance(msg.get("method"), str):
         if not has_id:
             return "notification"
-        return "request" if _valid_id(msg["id"]) else "invalid"
+        return "request" if valid_id(msg["id"]) else "invalid"
     if has_id and ("result" in msg or "error" in msg):
         return "response"
     return "invalid"
 
 
-def _valid_id(value: Any) -> bool:
+def valid_id(value: Any) -> bool:
     return (isinstance(value, str) or isinstance(value, int)) and not isinstance(value, bool)
 
 

@@ -6,6 +6,11 @@ from typing import Any
 
 import orjson
 
+from gateway.core.json_limits import JsonLimitExceeded, check_json
+
+MAX_DEPTH = 1000
+"""orjson parses up to 1024 levels; deeper-than-policy-can-re-encode messages fail alone later."""
+
 
 class RawJson(dict[str, Any]):
     """A JSON object as parsed, plus the bytes it came from.
@@ -19,8 +24,13 @@ class RawJson(dict[str, Any]):
 
 
 def parse(data: bytes) -> Any:
-    """orjson.loads, keeping the raw bytes of a top-level object (raises orjson.JSONDecodeError)."""
+    """orjson.loads, keeping the raw bytes of a top-level object (raises orjson.JSONDecodeError,
+    also for a duplicate object key: peers that keep the first of two keys would read another message)."""
     obj = orjson.loads(data)
+    try:
+        check_json(obj, data, max_depth=MAX_DEPTH)
+    except JsonLimitExceeded as exc:
+        raise orjson.JSONDecodeError(str(exc), "", 0) from None
     if isinstance(obj, dict):
         wrapped = RawJson(obj)
         wrapped.raw = data

@@ -1,49 +1,53 @@
-"""The aiohttp application: routes, Origin check, body limit, the one exception boundary."""
+"""The aiohttp application: routes, Host/Origin checks, authentication, body limits, the one exception boundary."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from urllib.parse import urlsplit
+from typing import Literal
 
 from aiohttp import web
 
-from gateway.config import LoadedConfig
+from gateway import tracing
+from gateway.admin_feed import DecisionFeed
+from gateway.config import LoadedConfig, ServerConfig
+from gateway.core.raw_json import encode
+from gateway.driver.contracts import DriverSettings
+from gateway.driver.session_driver import SessionDriver
 from gateway.elicitation_gate import ElicitationGate
-from gateway.errors import INVALID_REQUEST, HostProtocolError, error_to_wire
-from gateway.http.server_endpoint import ServerEndpoint, _dumps
+from gateway.errors import INVALID_REQUEST, POLICY_UNAVAILABLE, HostProtocolError, error_to_wire, jsonrpc_error
+from gateway.http.admin import AdminSources, ServerStatus, add_admin_routes, count_or_none, transport_summary
+from gateway.http.auth import ADMIN_GUARD_KEY, IDENTITY_KEY, AdminGuard, Authenticator, AuthFailed, admin_guard
+from gateway.http.endpoint import SESSION_HEADER, ServerEndpoint
+from gateway.http.guards import UserSessions, boundary_middleware, read_body
+from gateway.identity import Identity
 from gateway.logs import get_logger
 from gateway.metrics import GatewayMetrics
+from gateway.observed import ObservedRateLimiter, ObservedUpstream, UpstreamHealth, observe_state
+from gateway.policy.policy_config import ElicitationPolicy
+from gateway.reload import PolicyReloader
 from gateway.state.errors import StateUnavailable
 from gateway.state.rate_limiter import RateLimiter
 from gateway.state.store import StateStore, open_state_store
-from gateway.upstream.connector import Upstream
-from gateway.upstream.stdio import StdioUpstream
-from gateway.upstream.streamable_http import StreamableHttpUpstream
+from gateway.upstream.factory import upstream_from_config
 
 log = get_logger("gateway.http")
+_UNKNOWN = UpstreamHealth()
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-_LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
 CONFIG_KEY = web.AppKey("config", LoadedConfig)
 ENDPOINTS_KEY = web.AppKey("endpoints", dict[str, ServerEndpoint])
+REPLICA_KEY = web.AppKey("replica", str)
+_HEARTBEAT_SECONDS = 3.0
+_REPLICA_TTL_SECONDS = 10.0
 STATE_KEY = web.AppKey("state", StateStore)
 METRICS_KEY = web.AppKey("metrics", GatewayMetrics)
-
-
-def _origin_allowed(origin: str | None, allowed: tuple[str, ...]) -> bool:
-    """DNS-rebinding guard: no Origin (non-browser host), a loopback origin, or a configured one."""
-    if origin is None:
-        return True
-    if origin in allowed:
-        return True
-    try:
-        host = urlsplit(origin).hostname
-    except ValueError:
-        return False
-    return host in _LOOPBACK
+RELOADER_KEY = web.AppKey("reloader", PolicyReloader)
+FEED_KEY = web.AppKey("decision_feed", DecisionFeed)
 
 
 @web.middleware
@@ -52,79 +56,136 @@ async def _error_boundary(request: web.Request, handler: Handler) -> web.StreamR
         return await handler(request)
     except web.HTTPException:
         raise
+    except AuthFailed as exc:
+        log.warning("auth.refused", path=request.path, status=exc.status, reason=exc.reason)
+        headers = {"WWW-Authenticate": 'Bearer realm="elicitation-gateway"'} if exc.status == 401 else None
+        return web.Response(body=encode(jsonrpc_error(None, INVALID_REQUEST, exc.message)), status=exc.status,
+                            content_type="application/json", headers=headers)
     except HostProtocolError as exc:
         status, body = error_to_wire(exc)
         log.info("host.rejected", path=request.path, status=status, reason=exc.message)
-        return web.json_response(body, status=status, dumps=_dumps)
+        resp = web.Response(body=encode(body), status=status, content_type="application/json")
+        if status == 408:  # the rest of a late body must never be read as a next request
+            resp.force_close()
+        return resp
+    except StateUnavailable:
+        log.error("state.unavailable", path=request.path)
+        return web.Response(
+            body=encode(jsonrpc_error(None, POLICY_UNAVAILABLE, "gateway state unavailable")),
+            status=503, content_type="application/json",
+        )
     except Exception as exc:
         log.exception("gateway.error", path=request.path, error_type=type(exc).__name__)
         status, body = error_to_wire(exc)
-        return web.json_response(body, status=status, dumps=_dumps)
+        return web.Response(body=encode(body), status=status, content_type="application/json")
 
 
-def build_upstream(name: str, cfg: LoadedConfig) -> Upstream:
-    server = cfg.gateway.servers[name]
-    if server.url is not None:
-        return StreamableHttpUpstream(
-            name, server.url, server.headers,
-            connect_timeout=server.connect_timeout_seconds, request_timeout=server.request_timeout_seconds,
-        )
-    assert server.command is not None
-    return StdioUpstream(name, server.command, server.args, server.env, server.cwd)
+def _protocol(server: ServerConfig) -> Literal["auto", "legacy", "2026-07-28"]:
+    # A stdio child speaks one era per process: probing it would start children for nothing.
+    if server.command is not None and server.protocol == "auto":
+        return "legacy"
+    return server.protocol
 
 
 def create_app(cfg: LoadedConfig) -> web.Application:
     gw = cfg.gateway
-    app = web.Application(client_max_size=gw.listen.max_body_bytes, middlewares=[_error_boundary])
+    app = web.Application(
+        client_max_size=gw.listen.max_body_bytes, middlewares=[_error_boundary, boundary_middleware(gw.listen)]
+    )
+    auth = Authenticator(gw.auth, cfg.path.parent)
+    app[ADMIN_GUARD_KEY] = AdminGuard(gw.admin)
     metrics = GatewayMetrics()
     app[CONFIG_KEY] = cfg
     app[METRICS_KEY] = metrics
-    state = open_state_store(gw.state.url, gw.state.backend, gw.state.key_prefix)
+    state = observe_state(open_state_store(gw.state.url, gw.state.backend, gw.state.key_prefix), metrics)
     app[STATE_KEY] = state
-    limiter = RateLimiter(
+    round_trips = getattr(state, "round_trips", None)
+    if round_trips is not None:
+        metrics.watch_state_round_trips(round_trips)
+    limiter = ObservedRateLimiter(RateLimiter(
         gw.state.url if gw.state.backend == "redis" and gw.state.url else "memory://",
         key_prefix=f"{gw.state.key_prefix}rl",
+    ), metrics)
+    feed = app[FEED_KEY] = DecisionFeed(gw.admin.recent_decisions)
+
+    def make_gate(name: str, policy: ElicitationPolicy) -> ElicitationGate:
+        return ElicitationGate(name, policy, limiter, feed.record)
+
+    replica = uuid.uuid4().hex[:12]
+    app[REPLICA_KEY] = replica
+    sweep_every = min(60.0, gw.sessions.idle_timeout_seconds / 2)
+    settings = DriverSettings(
+        # The record outlives the idle timeout by two sweeps, so the sweeper still finds
+        # the upstream session to end.
+        session_ttl=gw.sessions.idle_timeout_seconds + 2 * sweep_every,
+        buffer_ttl=gw.sessions.buffer_ttl_seconds,
+        owner_ttl=gw.sessions.elicitation_owner_ttl_seconds,
+        completion_grace=gw.sessions.completion_grace_seconds,
+        max_sessions=gw.sessions.max_sessions,
+        max_pending=gw.sessions.max_pending_server_requests,
+        max_notifications_per_second=gw.sessions.max_notifications_per_second,
+        resume_grace=gw.sessions.resume_grace_seconds,
+        keepalive=gw.sessions.keepalive_seconds,
+        elicitation_timeout=gw.sessions.elicitation_timeout_seconds,
     )
     endpoints = {
-        name: ServerEndpoint(
-            name,
-            build_upstream(name, cfg),
-            ElicitationGate(name, cfg.policies[name].elicitation, limiter),
-            metrics,
-            state,
-            max_sessions=gw.sessions.max_sessions,
-            buffer_ttl=gw.sessions.buffer_ttl_seconds,
-            owner_ttl=gw.sessions.elicitation_owner_ttl_seconds,
-            completion_grace=gw.sessions.completion_grace_seconds,
-        )
+        name: ServerEndpoint(SessionDriver(
+            name, ObservedUpstream(upstream_from_config(name, gw.servers[name]), metrics),
+            make_gate(name, cfg.policies[name].elicitation),
+            state, metrics, dataclasses.replace(settings, protocol=_protocol(gw.servers[name])), replica,
+        ))
         for name in gw.servers
     }
     app[ENDPOINTS_KEY] = endpoints
-    allowed_origins = gw.listen.allowed_origins
+    per_user = UserSessions(state, gw.sessions.max_sessions_per_user)
+    reloader = app[RELOADER_KEY] = PolicyReloader(cfg, {n: e.driver for n, e in endpoints.items()}, make_gate, metrics)
+    metrics.watch_live(lambda: {
+        n: (len(e.driver.live), sum(lv.awaiting_completions for lv in e.driver.live.values()))
+        for n, e in endpoints.items()
+    })
 
-    def endpoint_for(request: web.Request) -> ServerEndpoint:
-        origin = request.headers.get("Origin")
-        if not _origin_allowed(origin, allowed_origins):
-            raise HostProtocolError(403, INVALID_REQUEST, "Forbidden: Origin not allowed")
-        endpoint = endpoints.get(request.match_info["name"])
+    async def endpoint_for(request: web.Request) -> tuple[ServerEndpoint, Identity]:
+        """The server's endpoint for an authenticated host allowed to use it (401, 403, 404 otherwise)."""
+        identity = await auth.identify(request)
+        request[IDENTITY_KEY] = identity
+        name = request.match_info["name"]
+        endpoint = endpoints.get(name)
         if endpoint is None:
             raise HostProtocolError(404, INVALID_REQUEST, "no such server")
-        return endpoint
+        if not auth.may_use(identity, name):
+            log.warning("auth.server_denied", server=name, user=identity.user)
+            raise HostProtocolError(403, INVALID_REQUEST, "Forbidden: this server is not allowed for this user")
+        return endpoint, identity
 
     async def post(request: web.Request) -> web.StreamResponse:
-        endpoint = endpoint_for(request)
+        endpoint, identity = await endpoint_for(request)
         if request.content_type != "application/json":
             raise HostProtocolError(415, INVALID_REQUEST, "Content-Type must be application/json")
-        return await endpoint.post(request)
+        msg = await read_body(request, gw.listen)
+        with tracing.span("mcpgw.host_request", parent_headers=request.headers, server=request.match_info["name"]):
+            if not identity.authenticated:
+                return await endpoint.post(request)
+            initialize = isinstance(msg, dict) and msg.get("method") == "initialize"
+            if not initialize or SESSION_HEADER in request.headers:
+                return await endpoint.post(request, identity.user)
+            await per_user.admit(identity.user)
+            created: str | None = None
+            try:
+                resp = await endpoint.post(request, identity.user)
+                created = resp.headers.get(SESSION_HEADER)
+                return resp
+            finally:
+                per_user.settle(identity.user, created)
 
     async def get(request: web.Request) -> web.StreamResponse:
-        endpoint = endpoint_for(request)
+        endpoint, _ = await endpoint_for(request)
         if "text/event-stream" not in request.headers.get("Accept", ""):
             raise HostProtocolError(406, INVALID_REQUEST, "Not Acceptable: GET needs Accept: text/event-stream")
         return await endpoint.get(request)
 
     async def delete(request: web.Request) -> web.StreamResponse:
-        return await endpoint_for(request).delete(request)
+        endpoint, _ = await endpoint_for(request)
+        return await endpoint.delete(request)
 
     async def healthz(_: web.Request) -> web.StreamResponse:
         return web.json_response({"status": "ok"})
@@ -137,7 +198,10 @@ def create_app(cfg: LoadedConfig) -> web.Application:
             return web.json_response({"status": "unavailable", "state": gw.state.backend}, status=503)
         return web.json_response({"status": "ready", "servers": sorted(endpoints), "state": gw.state.backend})
 
-    async def metrics_view(_: web.Request) -> web.StreamResponse:
+    async def metrics_view(request: web.Request) -> web.StreamResponse:
+        await admin_guard(request)
+        with contextlib.suppress(StateUnavailable):
+            metrics.sessions.set(await state.count_sessions())
         return web.Response(body=metrics.render(), content_type="text/plain", charset="utf-8")
 
     app.router.add_post("/servers/{name}/mcp", post)
@@ -146,19 +210,35 @@ def create_app(cfg: LoadedConfig) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_view)
+    if gw.admin.enabled:
+        add_admin_routes(app, AdminSources(
+            feed=feed,
+            servers=lambda: _server_statuses(reloader, endpoints),
+            stored_sessions=lambda: count_or_none(state.count_sessions), replica=replica,
+        ))
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         for endpoint in endpoints.values():
-            await endpoint.upstream.start()
-        sweeper = asyncio.create_task(_sweep(endpoints, gw.sessions.idle_timeout_seconds))
+            await endpoint.driver.upstream.start()
+        drivers = [e.driver for e in endpoints.values()]
+        reloader.start()
+        background = [
+            asyncio.create_task(_sweep(state, drivers, gw.sessions.idle_timeout_seconds, sweep_every)),
+            asyncio.create_task(_heartbeat(state, replica)),
+        ]
         yield
-        sweeper.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sweeper
-        for endpoint in endpoints.values():
-            for sid in list(endpoint.sessions):
-                await endpoint.end_session(sid, reason="shutdown")
-            await endpoint.upstream.close()
+        await reloader.stop()
+        for task in background:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for driver in drivers:
+            await driver.close()
+        if gw.state.backend == "memory":  # sessions die with this process: end them upstream too
+            with contextlib.suppress(StateUnavailable):
+                await _end_idle(state, drivers, 0.0, "shutdown", limit=gw.sessions.max_sessions * len(drivers))
+        for driver in drivers:
+            await driver.upstream.close()
         await limiter.close()
         await state.close()
 
@@ -166,8 +246,47 @@ def create_app(cfg: LoadedConfig) -> web.Application:
     return app
 
 
-async def _sweep(endpoints: dict[str, ServerEndpoint], idle_seconds: float) -> None:
+def _server_statuses(reloader: PolicyReloader, endpoints: dict[str, ServerEndpoint]) -> list[ServerStatus]:
+    out = []
+    for name, endpoint in sorted(endpoints.items()):
+        driver = endpoint.driver
+        server = reloader.started.gateway.servers[name]
+        path = reloader.policy_paths.get(name)
+        upstream = driver.upstream
+        health = upstream.health if isinstance(upstream, ObservedUpstream) else None
+        out.append(ServerStatus(
+            name=name, transport=transport_summary(server.url, server.command),
+            policy=path.name if path is not None else "default policy",
+            health=health if health is not None else _UNKNOWN,
+            active_sessions=len(driver.live),
+            pending_url=sum(lv.awaiting_completions for lv in driver.live.values()),
+        ))
+    return out
+
+
+async def _end_idle(
+    state: StateStore, drivers: list[SessionDriver], idle_seconds: float, reason: str, limit: int = 100
+) -> None:
+    by_server = {d.server: d for d in drivers}
+    for sid, raw in await state.take_idle(idle_seconds, limit):
+        driver = by_server.get(raw.get("s", ""))
+        if driver is not None:
+            await driver.expired(sid, raw, reason)
+
+
+async def _sweep(state: StateStore, drivers: list[SessionDriver], idle_seconds: float, every: float) -> None:
+    """Sessions idle on every replica are claimed (by exactly one replica) and ended upstream."""
     while True:
-        await asyncio.sleep(min(60.0, idle_seconds / 2))
-        for endpoint in endpoints.values():
-            await endpoint.expire_idle(idle_seconds)
+        await asyncio.sleep(every)
+        try:
+            await _end_idle(state, drivers, idle_seconds, "idle_timeout")
+        except StateUnavailable:
+            log.warning("sessions.sweep_failed")
+
+
+async def _heartbeat(state: StateStore, replica: str) -> None:
+    """Tells other replicas this one is alive, so they can fail its dropped streams cleanly."""
+    while True:
+        with contextlib.suppress(StateUnavailable):
+            await state.beat(replica, _REPLICA_TTL_SECONDS)
+        await asyncio.sleep(_HEARTBEAT_SECONDS)

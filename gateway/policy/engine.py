@@ -34,6 +34,8 @@ class Decision:
     error_data: dict[str, Any] | None = None
     stage_error: str | None = None
     """Exception type name when a stage crashed (never its message: it may quote data)."""
+    where: str | None = None
+    """For a block: the path in the params that made the blocking rule fire, when the stage knows it."""
 
     def explain_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"decision": self.decision, "rules": list(self.rules), "reason": self.reason}
@@ -82,7 +84,7 @@ class PolicyEngine:
                 return self._monitored("block", rules, deny.reason, params, changes)
             return Decision(
                 "block", tuple(rules), deny.reason, None, tuple(changes),
-                error_code=deny.code, error_data=deny.data, stage_error=crashed,
+                error_code=deny.code, error_data=deny.data, stage_error=crashed, where=deny.where,
             )
         kind: DecisionKind = "modify" if changes else "allow"
         reason = "; ".join(changes) if changes else "no rule fired"

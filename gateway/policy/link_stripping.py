@@ -58,7 +58,7 @@ _TLDS: Final = frozenset({t.lower() for t in _LINKIFY_TLDS} | _public_suffix_tld
 # traffic (.in, .ai, .io, .co ...) and the abuse-prone gTLDs .zip / .mov are deliberately absent.
 FILE_EXTENSION_TLDS: Final = frozenset({"py", "md", "sh", "rs", "pl", "pm", "java", "cc", "mk", "ml", "tf"} & _TLDS)
 
-_LINKIFY: Final = LinkifyIt(options={"fuzzy_link": True, "fuzzy_email": True, "fuzzy_ip": False}).tlds(
+_LINKIFY: Final = LinkifyIt(options={"fuzzy_link": True, "fuzzy_email": False, "fuzzy_ip": False}).tlds(
     sorted(_TLDS, reverse=True), keep_old=False
 )
 
@@ -232,11 +232,12 @@ _SCHEME_URL_RE: Final = re.compile(
     re.IGNORECASE,
 )
 _IPV4_URL_RE: Final = re.compile(
-    r"(?<![\w.])(?P<ip>(?:\d{1,3}\.){3}\d{1,3})(?=:\d|/)(?::\d{1,5})?(?:/[^\s<>\"'`]*)?"
+    r"(?<![\w.])(?P<ip>(?:\d{1,3}\.){3}\d{1,3})(?=:\d|/(?!\d{1,2}(?![^\s,;)])))(?::\d{1,5})?(?:/[^\s<>\"'`]*)?"
     r"|(?<![\w.\-])localhost:\d{2,5}\b(?:/[^\s<>\"'`]*)?",
     re.IGNORECASE,
 )
 _FILE_NAME_RE: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]*\.(?P<ext>[A-Za-z]{2,4})")
+_EMAIL_RE: Final = re.compile(r"[\w.!#$%&'*+/=?^`{|}~\-]+@[\w\-]+(?:\.[\w\-]+)+")
 _LINKIFY_PRECHECK_RE: Final = re.compile(r"[^\s.]\.[^\s.]|@|//")
 _COLON_BEFORE_HOST_RE: Final = re.compile(r":(?=[^\d/\s])")
 _TRAILING_PUNCT: Final = frozenset(".,;:!?'\"”’»›」』】）。、，")
@@ -344,6 +345,10 @@ def _linkify_spans(masked: str, original: str, skeleton: _Skeleton) -> list[tupl
     # linkify never starts a host right after ':' (it could be a scheme); every scheme is already
     # claimed here, so a colon left before a host is prose ("Info:evil.com", "地址：evil.com").
     masked = _COLON_BEFORE_HOST_RE.sub(" ", masked)
+    if "@" in masked:
+        # A plain e-mail address is not a link (issue 11): neither its local part ("minji.kim", .kim
+        # is a TLD) nor its domain is linkified on its own.
+        masked = _EMAIL_RE.sub(lambda m: " " * len(m.group(0)), masked)
     spans: list[tuple[int, int]] = []
     for m in _LINKIFY.match(masked) or ():
         start, end = m.index, m.last_index

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
-from pathlib import Path
 
+from gateway.generated_files import write_or_check
 from gateway.policy.policy_config import PolicyFile
 
 
@@ -18,19 +16,7 @@ def policy_schema_text() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("path", type=Path)
-    p.add_argument("--check", action="store_true", help="fail if the file is not up to date")
-    args = p.parse_args(argv)
-    text = policy_schema_text()
-    if args.check:
-        current = args.path.read_text(encoding="utf-8") if args.path.exists() else ""
-        if current != text:
-            print(f"{args.path} is stale: run python -m gateway.policy.schema_export {args.path}", file=sys.stderr)
-            return 1
-        return 0
-    args.path.write_text(text, encoding="utf-8")
-    return 0
+    return write_or_check(__doc__ or "", "gateway.policy.schema_export", policy_schema_text, argv)
 
 
 if __name__ == "__main__":

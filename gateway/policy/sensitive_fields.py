@@ -1,14 +1,24 @@
 """Stage 2 of the policy engine: does a form-mode elicitation ask for a secret?
 
-A form *asks* for a secret when a field that would receive free input is
-named, titled or described as one (passwords, API keys, card numbers, ...),
-when a string field is marked `format: password` or `writeOnly: true`, or when
-the top-level message names a secret and the form has a free-text field to
-receive it.  Fields that only ask *about* a secret (a boolean "did you reset
-your password?", an enum, an integer "token count") are not asks.  Matching
-runs on text folded by `normalize_text`, so homoglyphs, zero-width
-characters, fullwidth forms, accents, spaced letters and leetspeak do not
-hide a term.  See docs/sensitive-fields.md.
+The deciding question is whether the answer to a field *is* a secret. A field
+asks for one when
+
+- its own texts (property name, title, description) name a secret (password,
+  PIN, one-time code, API key, token, private key, recovery code, seed phrase,
+  card number, CVV, national id, vault key, in every language of the lexicon)
+  or describe one ("the code we just texted you"), and no governor turns the
+  mention into a question *about* the secret (its name, a count, a choice, a
+  confirmation, a description);
+- it is a string marked `format: password` or `writeOnly: true`;
+- its default, examples or pattern are shaped like a real credential;
+- the top-level message asks for a secret and points at the field (the form
+  has one field that could take it, or the field is a generic "value");
+- a secret noun is split across two neighbouring texts ("pass" + "word").
+
+Only a field that can carry free input can receive a secret: booleans, enums,
+`const`/`oneOf` choices and constrained formats (email, date, uri) never do;
+numbers only carry numeric secrets (a PIN, a card number), never a password.
+See docs/sensitive-fields.md.
 """
 
 from __future__ import annotations
@@ -16,20 +26,32 @@ from __future__ import annotations
 import functools
 import json
 import re
-import unicodedata
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Final, NamedTuple
 
-from gateway.policy.text_normalization import (
-    camel_split,
-    collapse_spaced_letters,
-    leet_variants,
-    normalize_text,
+import ahocorasick_rs
+
+from gateway.policy.secret_lexicon import (
+    DESCRIBED,
+    FAMILY_CATEGORY,
+    NOTHING,
+    NUMERIC_CATEGORIES,
+    Lexicon,
+    TextScan,
+    load_builtin_lexicon,
+    squash,
+    words_of,
 )
+from gateway.policy.secret_values import pattern_asks_for_secret, text_shows_secret, value_secret_kind
+from gateway.policy.text_normalization import normalize_text
 
 __all__ = ["CATEGORIES", "SensitiveFieldDetector", "SensitiveFinding"]
+
+CATEGORIES: Final[tuple[str, ...]] = (
+    *sorted(set(FAMILY_CATEGORY.values())), DESCRIBED, "secret_value", "custom",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,320 +62,109 @@ class SensitiveFinding:
     location: str
 
 
-_LEXICON: Final[dict[str, Any]] = json.loads(
-    resources.files("gateway.policy").joinpath("data/sensitive_terms.json").read_text(encoding="utf-8")
-)
-CATEGORIES: Final[tuple[str, ...]] = (*_LEXICON["categories"], "custom")
-# Categories whose secret is often typed as a number (PIN 1234, CVV, card, OTP, SSN).
-_NUMERIC_CATEGORIES: Final[frozenset[str]] = frozenset(
-    name for name, spec in _LEXICON["categories"].items() if spec["numeric"]
-)
-
-# ---------------------------------------------------------------------------
-# Term compilation: every lexicon term becomes a path in a character trie, and
-# the trie one regex, so a scan costs one pass whatever the lexicon size.
-
-_SEP: Final = "\x00sep"
-_WILD: Final = "\x00wild"
-_WORD_CHAR = r"[^\W_]"
-_UNSPACED_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA", "HANGUL")
-_COMPACT_MIN_LENGTH = 6
-# Compact (inside-a-word) forms that occur in ordinary words.
-_COMPACT_DENY = frozenset({"secret", "idtoken", "pinnumber"})
-_PLURAL = r"(?:e?s)?"
-
-
-def _is_unspaced(term: str) -> bool:
-    return any(unicodedata.name(ch, "").startswith(_UNSPACED_SCRIPTS) for ch in term)
-
-
-@dataclass(frozen=True, slots=True)
-class _Term:
-    atoms: tuple[str, ...]
-    infix: bool
-    compact: str | None  # letters-only form safe to find inside a longer word
-
-
-def _parse_term(raw: str) -> _Term | None:
-    infix = raw.startswith("~")
-    text = normalize_text(raw.lstrip("~"))
-    infix = infix or _is_unspaced(text)
-    atoms: list[str] = []
-    for ch in text:
-        if ch == "*":
-            atoms.append(_WILD)
-        elif ch.isalnum() or unicodedata.category(ch) == "Mc":
-            atoms.append(ch)
-        elif atoms and atoms[-1] != _SEP:
-            atoms.append(_SEP)
-    while atoms and atoms[-1] == _SEP:
-        atoms.pop()
-    if not any(len(atom) == 1 for atom in atoms):
-        return None
-    letters = "".join(a for a in atoms if a not in (_SEP, _WILD))
-    has_inner_wild = _WILD in atoms[:-1]
-    compact = None
-    if (not infix and not has_inner_wild and letters.isascii() and len(letters) >= _COMPACT_MIN_LENGTH
-            and letters not in _COMPACT_DENY):
-        compact = letters
-    return _Term(tuple(atoms), infix, compact)
-
-
-def _atom_pattern(atom: str, infix: bool) -> str:
-    if atom == _SEP:
-        return r"[\W_]{0,3}" if infix else r"[\W_]{1,3}"
-    if atom == _WILD:
-        return _WORD_CHAR + "*"
-    return re.escape(atom)
-
-
-def _trie_pattern(paths: Iterable[tuple[str, ...]], infix: bool) -> str:
-    """A regex matching exactly the given atom paths, sharing common prefixes."""
-    trie: dict[str, Any] = {}
-    for path in paths:
-        node = trie
-        for atom in path:
-            node = node.setdefault(atom, {})
-        node[""] = {}
-
-    def emit(node: dict[str, Any]) -> str:
-        ends_here = "" in node
-        branches = [_atom_pattern(atom, infix) + emit(child) for atom, child in node.items() if atom]
-        if not branches:
-            return ""
-        # Longer branches first so the longest term wins at one position.
-        branches.sort(key=len, reverse=True)
-        body = branches[0] if len(branches) == 1 and not ends_here else "(?:" + "|".join(branches) + ")"
-        return body + "?" if ends_here else body
-
-    return emit(trie)
-
-
-class _TermMatcher:
-    """Finds lexicon terms in folded text and tells which category each belongs to."""
-
-    def __init__(self, terms_by_category: Mapping[str, Iterable[str]]) -> None:
-        bounded: list[tuple[str, ...]] = []
-        infix: list[tuple[str, ...]] = []
-        compact: list[tuple[str, ...]] = []
-        per_category: list[tuple[str, re.Pattern[str]]] = []
-        self.compact_category: dict[str, str] = {}
-        for category, raw_terms in terms_by_category.items():
-            parsed = [t for t in (_parse_term(raw) for raw in raw_terms) if t is not None]
-            if not parsed:
-                continue
-            per_category.append((category, re.compile(
-                "|".join(_trie_pattern([t.atoms], t.infix) for t in parsed))))
-            for term in parsed:
-                (infix if term.infix else bounded).append(term.atoms)
-                if term.compact is not None:
-                    compact.append(tuple(term.compact))
-                    self.compact_category.setdefault(term.compact, category)
-        self.pattern: re.Pattern[str] | None = (
-            re.compile(rf"(?<!{_WORD_CHAR})({_trie_pattern(bounded, False)}){_PLURAL}(?!{_WORD_CHAR})")
-            if bounded else None
-        )
-        # Infix terms are tried at every position, which is slow; they are
-        # CJK / Hangul words, so they only run on text written in those scripts.
-        self.infix_pattern: re.Pattern[str] | None = (
-            re.compile(f"({_trie_pattern(infix, True)})") if infix else None
-        )
-        self.compact_pattern: re.Pattern[str] | None = (
-            re.compile(f"({_trie_pattern(compact, True)})") if compact else None
-        )
-        self._per_category = per_category
-
-    def category_of(self, core: str) -> str:
-        for category, pattern in self._per_category:
-            if pattern.fullmatch(core):
-                return category
-        return self._per_category[0][0]  # unreachable: every core comes from some category
-
-
-# ---------------------------------------------------------------------------
-# Context: words that turn a secret noun into a question *about* the secret.
-
-def _phrase_alternation(phrases: Iterable[str]) -> str:
-    folded = sorted({normalize_text(p).strip() for p in phrases if p.strip()}, key=len, reverse=True)
-    return "|".join(r"[\W_]+".join(re.escape(w) for w in re.split(r"[\W_]+", p) if w) for p in folded)
-
-
-def _meta_after_pattern(words: Iterable[str]) -> re.Pattern[str]:
-    short = [w for w in words if len(normalize_text(w)) <= 2]
-    long = [w for w in words if len(normalize_text(w)) > 2]
-    # Short words ("id", "数") must end there, long ones may run on ("policyack").
-    return re.compile(
-        rf"[\s_\-./]*(?:(?:{_phrase_alternation(long)})|(?:{_phrase_alternation(short)})(?!{_WORD_CHAR}))"
-    )
-
-
-_FILLERS = "your|the|my|a|an|of|this|that|his|her|their|its|de|la|le|del|da|della|des|du"
-_META_AFTER: Final = _meta_after_pattern(_LEXICON["meta_after"])
-_META_BEFORE: Final = re.compile(
-    rf"(?<!{_WORD_CHAR})(?:{_phrase_alternation(_LEXICON['meta_before'])})"
-    rf"(?:[\W_]+(?:{_FILLERS}))*[\W_]*$"
-)
-_META_BEFORE_COMPACT: Final = re.compile(
-    rf"(?:{_phrase_alternation(_LEXICON['meta_before'])})(?:{_FILLERS})*$"
-)
-_NEGATION: Final = re.compile(
-    rf"(?<!{_WORD_CHAR})(?:{_phrase_alternation(_LEXICON['negation'])})[\W_]+"
-    rf"(?:{_WORD_CHAR}+[\W_]+){{0,2}}?(?:{_phrase_alternation(_LEXICON['negated_verbs'])})(?!{_WORD_CHAR})"
-)
-_CLAUSE_BREAK: Final = re.compile(r".*(?:[.!?;:\n。！？；]|\b(?:but|instead|just|however|now)\b)", re.DOTALL)
-_POSTAL_CONTEXT: Final = re.compile(
-    rf"(?<!{_WORD_CHAR})(?:{_phrase_alternation(_LEXICON['pin_postal_context'])})|"
-    rf"(?:{_phrase_alternation(w for w in _LEXICON['pin_postal_context'] if _is_unspaced(w) or not w.isascii())})"
-)
-_META_WINDOW = 48
-_WORD_BREAK: Final = re.compile(r"[\W_]")
-_UNSPACED_TEXT: Final = re.compile("[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_STRIP_PUNCTUATION: Final = re.compile(r"[^\w\s]|_")
-# The ASCII characters `_STRIP_PUNCTUATION` removes (taken from the regex itself), for a bytes fast path.
-_ASCII_PUNCTUATION: Final = bytes(code for code in range(128) if _STRIP_PUNCTUATION.fullmatch(chr(code)))
-
-
-# A wildcard term swallows the rest of its word ("passwort*" in
-# "passwortrichtlinie"), so long meta words are also looked for inside it.
-_META_INSIDE: Final = re.compile(
-    _phrase_alternation(w for w in _LEXICON["meta_after"] if len(normalize_text(w)) >= 4))
-_INSIDE_OFFSET = 4
-
-
-def _is_meta(text: str, start: int, end: int, compact: bool) -> bool:
-    if _META_AFTER.match(text, end):
-        return True
-    if not compact and end - start > 2 * _INSIDE_OFFSET and _WORD_BREAK.search(text, start, end) is None \
-            and _META_INSIDE.search(text, start + _INSIDE_OFFSET, end):
-        return True
-    before = text[max(0, start - _META_WINDOW):start]
-    pattern = _META_BEFORE_COMPACT if compact else _META_BEFORE
-    return pattern.search(before) is not None
-
-
-def _is_negated(text: str, start: int) -> bool:
-    clause = text[:start]
-    cut = _CLAUSE_BREAK.match(clause)
-    if cut is not None:
-        clause = clause[cut.end():]
-    return _NEGATION.search(clause) is not None
-
-
-@functools.lru_cache(maxsize=8192)
-def _readings(text: str) -> tuple[str, ...]:
-    """Folded readings of `text` (camel case left alone): as written, and with leetspeak undone."""
-    folded = collapse_spaced_letters(normalize_text(text))
-    return (folded, *leet_variants(folded))
-
-
-@functools.lru_cache(maxsize=4096)
-def _prepare(text: str) -> tuple[str, ...]:
-    """Folded readings of `text` split at camelCase boundaries."""
-    return _readings(camel_split(text))
-
-
-def _compact_readings(text: str) -> list[str]:
-    # Camel splitting would break alternating case ("PaSsWoRd"), so the
-    # inside-a-word pass reads the unsplit text. Most texts have no camel
-    # boundary, and then `_readings` already holds this fold (cache hit).
-    return [r.encode("ascii").translate(None, _ASCII_PUNCTUATION).decode("ascii") if r.isascii()
-            else _STRIP_PUNCTUATION.sub("", r) for r in _readings(text)]
-
-
-def _scan(matcher: _TermMatcher, text: str, prose: bool) -> tuple[frozenset[str], frozenset[str]]:
-    """Categories `text` names as a secret, and those it only mentions in passing ("token count")."""
-    asked: set[str] = set()
-    about: set[str] = set()
-    pattern = matcher.pattern
-    infix_pattern = matcher.infix_pattern
-    for reading in _prepare(text):
-        # Most readings hold no term: one search, no iterator or list to build.
-        if pattern is not None and pattern.search(reading) is not None:
-            matches = list(pattern.finditer(reading))
-        else:
-            matches = []
-        if infix_pattern is not None and not reading.isascii() and _UNSPACED_TEXT.search(reading):
-            matches.extend(infix_pattern.finditer(reading))
-        for match in matches:
-            category = matcher.category_of(match.group(1))
-            passing = _is_meta(reading, match.start(), match.end(), compact=False) or (
-                prose and _is_negated(reading, match.start()))
-            (about if passing else asked).add(category)
-    compact_pattern = matcher.compact_pattern
-    if compact_pattern is not None:
-        for reading in _compact_readings(text):
-            if compact_pattern.search(reading) is None:
-                continue
-            for match in compact_pattern.finditer(reading):
-                category = matcher.compact_category[match.group(1)]
-                passing = _is_meta(reading, match.start(), match.end(), compact=True) or (
-                    prose and _is_negated(reading, match.start()))
-                (about if passing else asked).add(category)
-    return frozenset(asked), frozenset(about)
-
-
-_WORDS: Final = re.compile(rf"{_WORD_CHAR}+")
-_Edges = tuple[tuple[str, ...], tuple[str, ...], int]
-
-
-def _edge_tokens(text: str) -> _Edges:
-    """First and last word of each reading of `text`, and its word count (for split-word checks)."""
-    readings = _prepare(text)
-    if len(readings) == 1:  # the common case, without the de-duplication below
-        words = _WORDS.findall(readings[0])
-        return ((words[0],), (words[-1],), len(words)) if words else ((), (), 0)
-    firsts: list[str] = []
-    lasts: list[str] = []
-    count = 0
-    for reading in readings:
-        words = _WORDS.findall(reading)
-        if words:
-            firsts.append(words[0])
-            lasts.append(words[-1])
-            count = max(count, len(words))
-    return tuple(dict.fromkeys(firsts)), tuple(dict.fromkeys(lasts)), count
-
-
-_BUILTIN: Final = _TermMatcher(
-    {name: [t for terms in spec["terms"].values() for t in terms] for name, spec in _LEXICON["categories"].items()}
-)
-
-# ---------------------------------------------------------------------------
-# Field kinds: only free input fields can receive a secret.
-
-_NOTHING: Final[tuple[frozenset[str], frozenset[str]]] = (frozenset(), frozenset())
-_FREE_STRING, _NUMBER, _OTHER = "string", "number", "other"
-_CONSTRAINED_FORMATS = frozenset({"email", "uri", "date", "date-time", "time"})
+_FREE, _NUMBER, _OTHER = "string", "number", "other"
+_CONSTRAINED_FORMATS: Final = frozenset({"email", "idn-email", "uri", "iri", "uri-reference", "date", "date-time",
+                                         "time", "duration", "hostname", "idn-hostname", "ipv4", "ipv6", "uuid"})
+_QUIET_CACHE: Final = 4096
+_SENTENCE: Final = re.compile(r"[^.!?。！？]*(?:[.!?。！？]+\s*|$)")
+_VALUE_KEYS: Final = frozenset({"default", "examples", "example", "placeholder", "pattern"})
+_MARKER_KEYS: Final = _VALUE_KEYS | {"format", "writeOnly"}
+_CHOICE_KEYS: Final = frozenset({"enum", "oneOf", "anyOf", "const", "enumNames"})
 
 
 def _field_kind(schema: Mapping[str, Any]) -> str:
-    if "enum" in schema or "oneOf" in schema or "anyOf" in schema or "const" in schema:
-        return _OTHER  # picking an option never transmits a secret
+    if not _CHOICE_KEYS.isdisjoint(schema):
+        return _OTHER  # picking one of fixed options never transmits a user's secret
     declared = schema.get("type")
     if declared in ("number", "integer"):
         return _NUMBER
     if declared == "string" or declared is None:
         # An untyped field is read as text: fail closed.
-        return _OTHER if schema.get("format") in _CONSTRAINED_FORMATS else _FREE_STRING
+        return _OTHER if schema.get("format") in _CONSTRAINED_FORMATS else _FREE
+    if declared == "array":
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            return _field_kind(items)
+        return _FREE
     return _OTHER
 
 
 def _receives(category: str, kind: str) -> bool:
-    return kind == _FREE_STRING or (kind == _NUMBER and category in _NUMERIC_CATEGORIES)
+    return kind == _FREE or (kind == _NUMBER and category in NUMERIC_CATEGORIES)
 
 
 def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-class _Field(NamedTuple):  # a NamedTuple: built for every field of every form, and cheap to build
+def _load_common() -> Mapping[str, Any]:
+    data: Mapping[str, Any] = json.loads(
+        resources.files("gateway.policy").joinpath("data/lexicon/_common.json").read_text(encoding="utf-8"))
+    return data
+
+
+def _phrase_matcher(phrases: Sequence[str]) -> ahocorasick_rs.AhoCorasick:
+    keys = {squash(normalize_text(p)) for p in phrases}
+    return ahocorasick_rs.AhoCorasick(sorted(k for k in keys if len(k) >= 3) or ["\x00"])
+
+
+def _word_pattern(phrases: Sequence[str]) -> re.Pattern[str]:
+    """One regex for `phrases` (folded); words of Latin-like scripts must stand as whole words."""
+    parts = []
+    for phrase in sorted({normalize_text(p).strip() for p in phrases if p.strip()}, key=len, reverse=True):
+        body = r"[\W_]+".join(re.escape(w) for w in re.split(r"[\W_]+", phrase) if w)
+        parts.append(rf"(?<![^\W_]){body}(?![^\W_])" if phrase.isascii() else body)
+    return re.compile("|".join(parts))
+
+
+# The Indian postal PIN code: six digits, the first one never 0.
+_POSTAL_PATTERN: Final = re.compile(r"\^?(?:\[1-9\]|\\d)(?:\[0-9\]|\\d)\{5\}\$?")
+_POSTAL: Final = _word_pattern(_load_common().get("pin_postal_context", ()))
+# Fields whose answer is who or where the user is, never a secret: not receivers for a message's ask.
+_IDENTITY: Final = _phrase_matcher((
+    "username", "user name", "login name", "email", "e-mail", "nickname", "full name", "first name", "last name",
+    "phone", "mobile", "address", "comment", "comments", "reason", "feedback", "company", "city", "country",
+    "usuario", "nombre de usuario", "utilisateur", "nom d utilisateur", "benutzername", "nome utente", "usuário",
+    "gebruikersnaam", "nazwa użytkownika", "kullanıcı adı", "логин", "имя пользователя", "用户名", "用戶名",
+    "ユーザー名", "사용자 이름", "아이디", "اسم المستخدم", "उपयोगकर्ता नाम",
+    "teléfono", "téléphone", "telefon", "telefone", "telefono", "телефон", "电话", "電話", "手机号", "手機號",
+    "携帯", "전화", "휴대폰", "هاتف", "फ़ोन", "फोन", "handy", "celular", "móvil", "numer telefonu",
+    "correo", "courriel", "почта", "邮箱", "郵箱", "メール", "이메일", "البريد",
+    "nombre", "nom", "nome", "имя", "姓名", "名前", "이름", "الاسم", "नाम", "naam",
+    "dirección", "adresse", "indirizzo", "endereço", "адрес", "地址", "住所", "주소", "العنوان", "पता",
+    "kommentar", "comentario", "commentaire", "commento", "комментарий", "备注", "评论", "コメント", "댓글", "메모",
+    "ciudad", "ville", "stadt", "город", "城市",
+))
+_GENERIC_FIELD_WORDS: Final = frozenset({
+    "value", "code", "answer", "input", "text", "response", "field", "entry", "data", "it", "string", "digits",
+    "here", "reply", "secret", "key", "val", "v", "x", "q", "a", "s", "field1", "field0", "field2", "input1",
+    "answer1", "content", "credential", "credentials", "auth", "verification", "confirm", "confirmation",
+    "current", "new", "old", "again", "repeat", "retype", "re", "enter", "type", "your", "the", "one", "once",
+    "f", "wert", "valor", "valeur", "valore", "waarde", "wartość", "значение", "值", "値", "값",
+    "codigo", "código", "kod", "kód", "код", "码", "コード", "코드",
+})
+
+
+def _postal(*texts: str) -> bool:
+    return any(text and _POSTAL.search(normalize_text(text)) for text in texts)
+
+
+class _Field(NamedTuple):
     name: str
     schema: Mapping[str, Any]
     kind: str
 
     @property
-    def path(self) -> str:  # only needed for a finding, so not built for every field
+    def path(self) -> str:
         return f"requestedSchema.properties.{self.name}"
+
+    @property
+    def title(self) -> str:
+        return _text(self.schema.get("title"))
+
+    @property
+    def description(self) -> str:
+        return _text(self.schema.get("description"))
 
 
 class SensitiveFieldDetector:
@@ -363,206 +174,256 @@ class SensitiveFieldDetector:
     "custom"); `allowed_fields` are property names never flagged.
     """
 
-    _CACHE_LIMIT = 4096
-
     def __init__(self, extra_terms: Sequence[str] = (), allowed_fields: Collection[str] = ()) -> None:
-        custom = [t for t in extra_terms if isinstance(t, str) and t.strip()]
-        self._matchers: tuple[_TermMatcher, ...] = (_BUILTIN,)
-        if custom:
-            self._matchers = (_BUILTIN, _TermMatcher({"custom": custom}))
+        custom = tuple(t for t in extra_terms if isinstance(t, str) and t.strip())
+        # The bundled lexicon is built once per process and shared; operator terms get a small one of their own.
+        self._lexicon: Lexicon = load_builtin_lexicon()
+        self._custom: Lexicon | None = Lexicon((), custom) if custom else None
         self._allowed = frozenset(allowed_fields)
-        self._scan_cache: dict[tuple[str, bool], tuple[frozenset[str], frozenset[str]]] = {}
-        self._edge_cache: dict[str, _Edges] = {}
-        self._compact_terms = frozenset(
-            term for matcher in self._matchers for term in matcher.compact_category
-        )
+        self._quiet: dict[str, bool] = {}  # a form's joined texts -> whether nothing in them names a secret
 
     def find(self, params: Mapping[str, Any]) -> list[SensitiveFinding]:
-        """Every secret ask in `params`, in document order; [] when there is none. Never raises."""
+        """Every secret ask in `params`, in document order; [] when there is none.
+
+        Fails closed: input it cannot read is reported as an ask rather than raising.
+        """
         try:
             return self._find(params)
-        except RecursionError:  # pragma: no cover - absurdly nested junk
+        except (RecursionError, ValueError, TypeError, AttributeError, KeyError):  # pragma: no cover - junk
             return [SensitiveFinding("custom", "requestedSchema")]
 
     # -- internals ---------------------------------------------------------
 
-    def _scan_text(self, text: str, prose: bool) -> tuple[frozenset[str], frozenset[str]]:
+    def _scan(self, text: str, prose: bool) -> TextScan:
         if not text:
-            return _NOTHING
-        key = (text, prose)
-        cached = self._scan_cache.get(key)
-        if cached is None:
-            if len(self._matchers) == 1:
-                cached = _scan(self._matchers[0], text, prose)
-            else:
-                results = [_scan(m, text, prose) for m in self._matchers]
-                cached = (frozenset().union(*(r[0] for r in results)), frozenset().union(*(r[1] for r in results)))
-            if len(self._scan_cache) >= self._CACHE_LIMIT:
-                self._scan_cache.clear()
-            self._scan_cache[key] = cached
-        return cached
-
-    def _categories(self, text: str, prose: bool) -> frozenset[str]:
-        return self._scan_text(text, prose)[0]
-
-    def _mentioned_in_passing(self, field: _Field) -> frozenset[str]:
-        """Categories a field only talks about: it will not receive that secret from the message."""
-        schema = field.schema
-        return frozenset().union(
-            self._scan_text(field.name, False)[1], self._scan_text(_text(schema.get("title")), False)[1],
-            self._scan_text(_text(schema.get("description")), True)[1])
-
-    def _fields(self, params: Mapping[str, Any]) -> list[_Field]:
-        schema = params.get("requestedSchema")
-        # dict first: the ABC check behind isinstance(x, Mapping) is several times slower.
-        properties = schema.get("properties") if type(schema) is dict or isinstance(schema, Mapping) else None
-        if not (type(properties) is dict or isinstance(properties, Mapping)):
-            return []
-        fields = []
-        allowed = self._allowed
-        for name, prop in properties.items():
-            if not isinstance(name, str) or name in allowed:
-                continue
-            # dict first: the ABC check behind isinstance(prop, Mapping) is several times slower.
-            prop_schema: Mapping[str, Any] = prop if type(prop) is dict or isinstance(prop, Mapping) else {}
-            fields.append(_Field(name, prop_schema, _field_kind(prop_schema)))
-        return fields
+            return NOTHING
+        found = self._lexicon.scan(text, prose)
+        if self._custom is None:
+            return found
+        extra = self._custom.scan(text, prose)
+        if extra is NOTHING:
+            return found
+        return TextScan(found.asked | extra.asked, (found.about | extra.about) - (found.asked | extra.asked),
+                        found.governed or extra.governed, found.sense | extra.sense)
 
     def _find(self, params: Mapping[str, Any]) -> list[SensitiveFinding]:
         if not (type(params) is dict or isinstance(params, Mapping)):
             return []
-        fields = self._fields(params)
         message = _text(params.get("message"))
         findings: dict[SensitiveFinding, None] = {}
 
         def add(category: str, location: str) -> None:
             findings.setdefault(SensitiveFinding(category, location), None)
 
-        cache_get = self._scan_cache.get
-        scan = self._scan_text
-        for field in fields:
-            kind = field.kind
-            if kind == _OTHER:
-                continue  # `_field_asks` adds nothing for it
-            schema = field.schema
-            if kind == _FREE_STRING and (schema.get("format") == "password" or schema.get("writeOnly") is True):
-                self._field_asks(field, message, add)
+        # One pass over the fields: their kinds, and all texts in one string, in an order that puts every
+        # pair a word can be split across side by side (message + first label, label + next label, title +
+        # description): separators vanish when the matcher squashes the string, so a split noun shows too.
+        schema = params.get("requestedSchema")
+        properties = schema.get("properties") if type(schema) is dict or isinstance(schema, Mapping) else None
+        if not (type(properties) is dict or isinstance(properties, Mapping)):
+            properties = {}
+        allowed = self._allowed
+        fields: list[_Field] = []
+        labels = [message]
+        rest: list[str] = []
+        for name, prop in properties.items():
+            if not isinstance(name, str) or name in allowed:
                 continue
-            # Most fields name no secret: look their texts up in the scan cache before the full check.
-            name = field.name
-            title = schema.get("title")
-            description = schema.get("description")
-            if ((name and (cache_get((name, False)) or scan(name, False))[0])
-                    or (isinstance(title, str) and title and (cache_get((title, False)) or scan(title, False))[0])
-                    or (isinstance(description, str) and description
-                        and (cache_get((description, True)) or scan(description, True))[0])):
-                self._field_asks(field, message, add)
-        receivers = [f for f in fields if f.kind != _OTHER]
+            prop_schema: Mapping[str, Any] = prop if type(prop) is dict or isinstance(prop, Mapping) else {}
+            kind = _field_kind(prop_schema)
+            fields.append(_Field(name, prop_schema, kind))
+            if kind is not _OTHER:
+                title, description = prop_schema.get("title"), prop_schema.get("description")
+                title = title if isinstance(title, str) else ""
+                labels.append(title or name)
+                rest += (title, description if isinstance(description, str) else "", name, "")
+        joined = "\n".join(labels) + "\n\n" + "\n".join(rest)
+        quiet = self._quiet.get(joined)
+        if quiet is None:
+            quiet = not self._lexicon.may_name_secret(joined) and not (
+                self._custom is not None and self._custom.may_name_secret(joined))
+            if len(self._quiet) >= _QUIET_CACHE:
+                self._quiet.clear()
+            self._quiet[joined] = quiet
+        if quiet:
+            # No text of the form can name a secret (the common case): only the markers and values remain.
+            shows = text_shows_secret(joined)
+            for field in fields:
+                if field.kind is _FREE and (shows or not _MARKER_KEYS.isdisjoint(field.schema)):
+                    self._marker_asks(field, add, shows)
+            return list(findings)
+        governed: dict[str, bool] = {}
+        for field in fields:
+            if field.kind != _OTHER:
+                governed[field.name] = self._field_asks(field, message, add)
+        receivers = [f for f in fields if f.kind != _OTHER and not governed.get(f.name, False)]
         if receivers and message:
-            for category in sorted(self._categories(message, prose=True)):
-                if any(_receives(category, f.kind) and category not in self._mentioned_in_passing(f)
-                       for f in receivers) and not (
-                    category == "pin" and self._postal(message, *(self._field_texts(f) for f in fields))
-                ):
-                    add(category, "message")
+            self._message_asks(message, fields, receivers, add)
         self._split_words(message, fields, add)
+        if not findings:
+            self._joined_asks(message, receivers, add)
         return list(findings)
 
-    @staticmethod
-    def _field_texts(field: _Field) -> str:
-        return " ".join((field.name, _text(field.schema.get("title")), _text(field.schema.get("description"))))
-
-    @staticmethod
-    def _postal(*texts: str) -> bool:
-        return any(_POSTAL_CONTEXT.search(normalize_text(camel_split(t))) for t in texts if t)
-
-    def _field_asks(self, field: _Field, message: str, add: Any) -> None:
-        if field.kind == _OTHER:
-            return
-        schema = field.schema
-        if field.kind == _FREE_STRING:
-            if schema.get("format") == "password":
-                add("password", f"{field.path}.format")
-            if schema.get("writeOnly") is True:
-                add("password", f"{field.path}.writeOnly")
-        parts = (("", field.name, False), (".title", _text(schema.get("title")), False),
-                 (".description", _text(schema.get("description")), True))
-        for suffix, text, prose in parts:
-            categories = self._categories(text, prose)
-            if not categories:
-                continue
-            for category in sorted(categories):
-                if not _receives(category, field.kind):
+    def _joined_asks(self, message: str, receivers: list[_Field], add: Callable[[str, str], None]) -> None:
+        """An ask spread over two texts: message + the field it points at, or a title + its description
+        ("Type the three digits on the" + "back of your card", "paste your private" + "key (PEM)")."""
+        pointed = len(receivers) == 1 or any(self._generic(f) for f in receivers)
+        for field in receivers:
+            label = field.title or field.name
+            pairs = [(field.title, field.description)] if field.title and field.description else []
+            if message and label and (pointed and (len(receivers) == 1 or self._generic(field))):
+                message = self._live_message(message)
+                pairs.append((message, label))
+                if field.description:
+                    pairs.append((message, label + ". " + field.description))
+            for before, after in pairs:
+                joined = self._scan(before + " " + after, True).asked
+                if not joined:
                     continue
-                if category == "pin" and self._postal(self._field_texts(field), message):
-                    continue
-                add(category, field.path + suffix)
+                alone = self._scan(before, True).asked | self._scan(after, True).asked
+                for category in sorted(joined - alone):
+                    if _receives(category, field.kind):
+                        add(category, field.path)
 
-    def _split_words(self, message: str, fields: list[_Field], add: Any) -> None:
-        """A term cut in two across neighbours: message "Enter your pass" + field "word"."""
-        # `_joined_category` inlined (this runs for every pair of neighbouring texts of every form).
-        edge_get = self._edge_cache.get
-        compact_terms = self._compact_terms
-        edges = self._edges
-        previous: list[str] = [message] if message else []
-        for field in fields:
-            title = field.schema.get("title")
-            current = [field.name, title if isinstance(title, str) else ""]
-            if field.kind != _OTHER:
-                for before in previous:
-                    if not before:
+    def _field_asks(self, field: _Field, message: str, add: Callable[[str, str], None]) -> bool:
+        """Adds the field's own asks; returns whether the field is *about* a secret (governed)."""
+        path = field.path
+        if field.kind == _FREE:
+            self._marker_asks(field, add)
+        title, description = field.title, field.description
+        name_scan = self._scan(field.name, False)
+        title_scan = self._scan(title, False)
+        desc_scan = self._scan(description, True)
+        if not (name_scan.asked or title_scan.asked or desc_scan.asked):
+            return title_scan.governed or bool(title_scan.about) or (not title and name_scan.governed) \
+                or (bool(name_scan.about) and not title)
+        # A title that only names, counts or chooses governs the whole field ("Label" for `api_key_label`).
+        if title_scan.governed and not title_scan.asked:
+            return True
+        if not title and name_scan.governed and not name_scan.asked:
+            return True
+        postal: bool | None = None
+        # A word used in another sense anywhere in the field ("Hasło reklamowe", name `haslo`) keeps that sense.
+        other_sense = name_scan.sense | title_scan.sense | desc_scan.sense
+        for suffix, scan in (("", name_scan), (".title", title_scan), (".description", desc_scan)):
+            for category in sorted(scan.asked):
+                if not _receives(category, field.kind) or category in other_sense:
+                    continue
+                if category == "pin":
+                    if postal is None:
+                        pattern = field.schema.get("pattern")
+                        postal = _postal(field.name, title, description, message) or (
+                            isinstance(pattern, str) and _POSTAL_PATTERN.fullmatch(pattern) is not None)
+                    if postal:
                         continue
-                    before_edges: _Edges | None = None
-                    for after in current:
-                        if not after:
-                            continue
-                        if before_edges is None:
-                            before_edges = edge_get(before) or edges(before)
-                        after_edges = edge_get(after) or edges(after)
-                        # Only a fragment standing alone on one side counts: "Boarding pass" +
-                        # "Word count" is two ordinary labels, not "password".
-                        if before_edges[2] != 1 and after_edges[2] != 1:
-                            continue
-                        for last in before_edges[1]:
-                            for first in after_edges[0]:
-                                if last + first in compact_terms:
-                                    break
-                            else:
-                                continue
-                            break
-                        else:
-                            continue  # no joined pair is a term: the common case
-                        category = self._joined_edges(before_edges[1], after_edges[0])
-                        if category is not None and _receives(category, field.kind):
-                            add(category, field.path)
+                add(category, path + suffix)
+        return False
+
+    def _marker_asks(self, field: _Field, add: Callable[[str, str], None], texts_may_show: bool = True) -> None:
+        """`format: password`, `writeOnly` and credential-shaped values on a free-text field."""
+        schema = field.schema
+        if schema.get("format") == "password":
+            add("password", f"{field.path}.format")
+        if schema.get("writeOnly") is True:
+            add("password", f"{field.path}.writeOnly")
+        if texts_may_show or not _VALUE_KEYS.isdisjoint(schema):
+            self._value_asks(field, add)
+
+    @staticmethod
+    def _value_asks(field: _Field, add: Callable[[str, str], None]) -> None:
+        schema = field.schema
+        path = field.path
+        default = schema.get("default")
+        values = [default] if isinstance(default, str) else list(default) if isinstance(default, list) else []
+        examples = schema.get("examples")
+        if isinstance(examples, list):
+            values.extend(examples)
+        for key in ("example", "placeholder"):
+            if isinstance(schema.get(key), str):
+                values.append(schema[key])
+        context = " ".join((field.name, field.title, field.description))
+        for value in values:
+            kind = value_secret_kind(value, context) if isinstance(value, str) else None
+            if kind is not None:
+                add(kind, f"{path}.default")
+                break
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str) and pattern_asks_for_secret(pattern):
+            add("secret_value", f"{path}.pattern")
+        for key in ("title", "description"):
+            text = schema.get(key)
+            if isinstance(text, str) and text_shows_secret(text):
+                add("secret_value", f"{path}.{key}")
+
+    def _live_message(self, message: str) -> str:
+        """The part of the message still asking: a later question about something else supersedes what
+        came before ("Your PIN was reset. How did we do?")."""
+        if "?" not in message and "？" not in message:
+            return message
+        sentences = [m.group(0) for m in _SENTENCE.finditer(message)]
+        for index in range(len(sentences) - 1, 0, -1):
+            sentence = sentences[index]
+            if ("?" in sentence or "？" in sentence) and not self._scan(sentence, True).asked:
+                return "".join(sentences[index:])
+        return message
+
+    def _message_asks(self, message: str, fields: list[_Field], receivers: list[_Field],
+                      add: Callable[[str, str], None]) -> None:
+        scan = self._scan(self._live_message(message), True)
+        if not scan.asked:
+            return
+        for category in sorted(scan.asked):
+            able = [f for f in receivers if _receives(category, f.kind) and not self._identity(f)]
+            # The message points at the one field that can take the answer, or at a field whose label
+            # says nothing of its own ("Value", "Type it here").
+            if not able or (len(able) > 1 and not any(self._generic(f) for f in able)):
+                continue
+            if category == "pin" and _postal(message, *(f.name + " " + f.title + " " + f.description for f in fields)):
+                continue
+            add(category, "message")
+
+    @staticmethod
+    def _identity(field: _Field) -> bool:
+        text = field.title or field.name
+        return bool(_IDENTITY.find_matches_as_indexes(squash(normalize_text(text))))
+
+    @staticmethod
+    def _generic(field: _Field) -> bool:
+        """A field whose label says nothing of its own ("Value", "field1", "Type it here")."""
+        words = [w.rstrip("0123456789") for w in words_of(field.title or field.name)]
+        return all(not w or w in _GENERIC_FIELD_WORDS for w in words)
+
+    def _split_words(self, message: str, fields: list[_Field], add: Callable[[str, str], None]) -> None:
+        """A secret noun cut in two across neighbouring texts: message "Enter your pass" + title "word"."""
+        previous = message
+        for field in fields:
+            title = field.title
+            current = title or field.name
+            if field.kind != _OTHER and current:
+                pairs = [(previous, current)] if previous else []
+                description = field.description
+                if description and title:
+                    pairs.append((title, description))
+                for before, after in pairs:
+                    category = self._joined(before, after)
+                    if category is not None and _receives(category, field.kind):
+                        add(category, field.path)
             previous = current
 
-    def _edges(self, text: str) -> _Edges:
-        cached = self._edge_cache.get(text)
-        if cached is None:
-            cached = _edge_tokens(text)
-            if len(self._edge_cache) >= self._CACHE_LIMIT:
-                self._edge_cache.clear()
-            self._edge_cache[text] = cached
-        return cached
-
-    def _joined_category(self, before: str, after: str) -> str | None:
-        if not before or not after:
+    def _joined(self, before: str, after: str) -> str | None:
+        if " " in before.strip() and " " in after.strip():
+            return None  # two texts of several words each: not a word cut in two
+        left = words_of(before)
+        right = words_of(after)
+        if not left or not right or (len(left) != 1 and len(right) != 1):
             return None
-        _, lasts, before_count = self._edges(before)
-        firsts, _, after_count = self._edges(after)
-        # Only a fragment standing alone on one side counts: "Boarding pass" +
-        # "Word count" is two ordinary labels, not "password".
-        if before_count != 1 and after_count != 1:
-            return None
-        return self._joined_edges(lasts, firsts)
+        return self._joined_category(left[-1], right[0])
 
-    def _joined_edges(self, lasts: tuple[str, ...], firsts: tuple[str, ...]) -> str | None:
-        for last in lasts:
-            for first in firsts:
-                joined = last + first
-                if joined in self._compact_terms:
-                    for matcher in self._matchers:
-                        if joined in matcher.compact_category:
-                            return matcher.compact_category[joined]
-        return None
+    @functools.lru_cache(maxsize=16384)  # noqa: B019 - one detector per policy, kept for the process
+    def _joined_category(self, last: str, first: str) -> str | None:
+        found = self._lexicon.term_category(last + first)
+        if found is None and self._custom is not None:
+            found = self._custom.term_category(last + first)
+        return found
+
+

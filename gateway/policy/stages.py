@@ -27,7 +27,8 @@ def mode_stage(policy: ElicitationPolicy) -> Stage:
 
     def check_mode(view: ElicitationView) -> Verdict:
         if view.mode not in allowed:
-            return Deny("mode.not_offered", f"mode {view.mode!r} is not allowed for this server", INVALID_PARAMS)
+            return Deny("mode.not_offered", f"mode {view.mode!r} is not allowed for this server", INVALID_PARAMS,
+                        where="mode")
         return ALLOW
 
     return _named("mode.not_offered", check_mode)
@@ -46,7 +47,8 @@ def schema_stage(policy: ElicitationPolicy) -> Stage:
         problems = schema_problems(view.params, limits)
         if problems:
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-            return Deny("schema.invalid", f"requestedSchema outside the spec subset: {problems[0]}{more}")
+            return Deny("schema.invalid", f"requestedSchema outside the spec subset: {problems[0]}{more}",
+                        where="requestedSchema")
         return ALLOW
 
     return _named("schema.invalid", check_schema)
@@ -55,11 +57,11 @@ def schema_stage(policy: ElicitationPolicy) -> Stage:
 def _url_shape(view: ElicitationView, max_message: int) -> Verdict:
     p = view.params
     if not isinstance(p.get("message"), str) or len(p["message"]) > max_message:
-        return Deny("schema.invalid", "url mode: message must be a string within bounds")
+        return Deny("schema.invalid", "url mode: message must be a string within bounds", where="message")
     if not isinstance(p.get("url"), str) or not isinstance(p.get("elicitationId"), str) or not p["elicitationId"]:
-        return Deny("schema.invalid", "url mode: url and elicitationId must be non-empty strings")
+        return Deny("schema.invalid", "url mode: url and elicitationId must be non-empty strings", where="url")
     if "requestedSchema" in p:
-        return Deny("schema.invalid", "url mode: requestedSchema is not allowed")
+        return Deny("schema.invalid", "url mode: requestedSchema is not allowed", where="requestedSchema")
     return ALLOW
 
 
@@ -77,6 +79,7 @@ def sensitive_stage(policy: ElicitationPolicy) -> Stage:
         return Deny(
             "sensitive_fields",
             f"form asks for sensitive data ({', '.join(cats)}) at {first.location}; use URL mode for secrets",
+            where=first.location,
         )
 
     return _named("sensitive_fields", check_sensitive)
@@ -105,7 +108,7 @@ def url_target_stage(policy: ElicitationPolicy) -> Stage:
         if verdict.allowed:
             return ALLOW
         host = f" (host {verdict.host})" if verdict.host else ""
-        return Deny("url_mode.target", f"URL-mode target refused: {verdict.reason}{host}")
+        return Deny("url_mode.target", f"URL-mode target refused: {verdict.reason}{host}", where="url")
 
     return _named("url_mode.target", check_target)
 

@@ -1,12 +1,27 @@
-"""Text normalization shared by the policy detectors.
+"""Text normalization shared by the sensitive-field detector.
 
-`normalize_text` folds away the spelling tricks used to slip a word past a
-matcher: compatibility forms (fullwidth, ligatures, math alphabets), Unicode
-format characters (zero-width joiners, soft hyphens, bidi marks), case,
-combining marks, and look-alike letters from other scripts (Cyrillic "а",
-Greek "ο", ...) which are mapped to their ASCII skeleton using the data of the
-`confusable-homoglyphs` package.  Lexicon terms are normalized with the same
-function, so a Russian term and a Russian text still meet after folding.
+`normalize_text` folds away, character class by character class, the spellings
+used to slip a word past a matcher:
+
+- compatibility forms (NFKC): fullwidth letters, ligatures, math alphanumerics,
+  circled and superscript letters;
+- format characters (Unicode category Cf: zero-width space/joiner, soft hyphen,
+  bidi controls, tag characters), variation selectors and the combining marks
+  of Latin, Greek, Cyrillic and Hebrew/Arabic pointing;
+- case (full case folding);
+- look-alike letters of other scripts (Cyrillic "а", Greek "ο", Cherokee,
+  Armenian, ...), mapped to their ASCII skeleton with the Unicode confusables
+  data shipped by `confusable-homoglyphs`;
+- Latin letters that only differ by style: small capitals, turned, reversed and
+  script letters, derived from each character's Unicode name;
+- text under a right-to-left override (U+202E) is displayed reversed, so it is
+  read reversed.
+
+The fold works one character at a time through a translation table that is
+filled on first sight of each character, so every character of these classes
+is folded, not only the ones seen in tests. Scripts of languages matched
+natively (Arabic, Hebrew, Indic, Thai, CJK, ...) keep their letters: folding
+them onto ASCII would only merge distinct words. The result is idempotent.
 """
 
 from __future__ import annotations
@@ -15,46 +30,43 @@ import json
 import re
 import unicodedata
 from importlib import resources
+from typing import Final
 
-__all__ = [
-    "camel_split",
-    "collapse_spaced_letters",
-    "leet_variants",
-    "normalize_text",
-]
+__all__ = ["CAMEL_MARK", "camel_marked", "normalize_text"]
 
-# Scripts of languages we match natively: folding them onto ASCII would only
-# merge distinct letters of real words (e.g. Arabic digits onto "o").
-_NATIVE_SCRIPT_PREFIXES = (
-    "CJK",
-    "HIRAGANA",
-    "KATAKANA",
-    "HANGUL",
-    "ARABIC",
-    "DEVANAGARI",
-    "IDEOGRAPHIC",
-    "HALFWIDTH",
-    "FULLWIDTH",
+# Scripts matched natively: their letters are never folded onto ASCII.
+_NATIVE_SCRIPT_PREFIXES: Final = (
+    "CJK", "HIRAGANA", "KATAKANA", "HANGUL", "BOPOMOFO", "IDEOGRAPHIC", "ARABIC", "HEBREW", "SYRIAC", "THAANA",
+    "DEVANAGARI", "BENGALI", "GURMUKHI", "GUJARATI", "ORIYA", "TAMIL", "TELUGU", "KANNADA", "MALAYALAM",
+    "SINHALA", "THAI", "LAO", "TIBETAN", "MYANMAR", "KHMER", "ETHIOPIC", "GEORGIAN", "JAVANESE", "BALINESE",
+    "SUNDANESE", "TAGALOG", "OL CHIKI", "MEETEI", "LIMBU", "NKO", "HALFWIDTH HANGUL",
 )
-_MARK_CATEGORIES = frozenset({"Mn", "Me", "Cf"})
-_MAX_HOPS = 3
-# Look-alikes the data set only links to other non-ASCII letters.
-_MANUAL_SKELETON = {"ω": "w", "ѡ": "w", "ԝ": "w", "ш": "w", "т": "t", "τ": "t", "м": "m", "п": "n",
-                    "η": "n", "κ": "k", "ν": "v", "υ": "u", "χ": "x", "ѕ": "s", "ј": "j", "ԁ": "d",
-                    "ɡ": "g", "в": "b", "ь": "b", "ι": "i", "і": "i"}
+# Combining marks dropped wherever they stand: accents of Latin, Greek and Cyrillic
+# letters, Hebrew points and Arabic vowel signs (optional in writing). Vowel signs
+# of Indic and South-East Asian scripts are letters of the word and are kept.
+_DROPPED_MARK_RANGES: Final = (
+    (0x0300, 0x036F), (0x0483, 0x0489), (0x0591, 0x05C7), (0x0610, 0x061A), (0x064B, 0x065F),
+    (0x0670, 0x0670), (0x06D6, 0x06ED), (0x1AB0, 0x1AFF), (0x1DC0, 0x1DFF), (0x20D0, 0x20FF),
+    (0xFE00, 0xFE0F), (0xFE20, 0xFE2F), (0xE0100, 0xE01EF),
+)
+_MAX_HOPS: Final = 3
+# Look-alikes the confusables data only links to other non-ASCII letters.
+_MANUAL_SKELETON: Final = {"ω": "w", "ѡ": "w", "ԝ": "w", "ш": "w", "т": "t", "τ": "t", "м": "m", "п": "n",
+                           "η": "n", "κ": "k", "ν": "v", "υ": "u", "χ": "x", "ѕ": "s", "ј": "j", "ԁ": "d",
+                           "ɡ": "g", "в": "b", "ь": "b", "ι": "i", "і": "i", "ı": "i"}
+_STYLED_LATIN: Final = re.compile(
+    r"(?:LATIN|REGIONAL INDICATOR SYMBOL)\b.*?\b(?:LETTER|CAPITAL|SMALL) "
+    r"(?:(?:SMALL CAPITAL|CAPITAL|SMALL|TURNED|REVERSED|INVERTED|SCRIPT|DOTLESS|OPEN|CLOSED|LONG|BARRED|"
+    r"SIDEWAYS|STRETCHED|FLATTENED|BROKEN|TAILLESS|RAMS HORN) )*([A-Z])(?: WITH .*)?$"
+)
+# Letters that only stretch or pad a word: Arabic tatweel (kashida), Hangul and braille fillers.
+_INVISIBLE_FILLERS: Final = frozenset({0x0640, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x180E})
+CAMEL_MARK: Final = "\x01"
+"""Inserted at camelCase boundaries by `camel_marked`; folds to itself."""
 
 
-def _strip_marks(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if unicodedata.category(ch) not in _MARK_CATEGORIES)
-
-
-def _ascii_target(candidate: str) -> str | None:
-    """The single ASCII letter/digit `candidate` stands for, if any."""
-    folded = _strip_marks(candidate).casefold()
-    if len(folded) == 1 and folded.isascii() and folded.isalnum():
-        return folded
-    return None
+def _drop_mark(code: int) -> bool:
+    return any(lo <= code <= hi for lo, hi in _DROPPED_MARK_RANGES)
 
 
 def _load_confusables() -> dict[str, list[str]]:
@@ -63,18 +75,28 @@ def _load_confusables() -> dict[str, list[str]]:
     return {char: [entry["c"] for entry in entries] for char, entries in raw.items()}
 
 
-def _build_skeleton_table() -> dict[int, str]:
-    """Map each look-alike character to one ASCII letter (letters beat digits)."""
+def _is_native(char: str) -> bool:
+    return unicodedata.name(char, "").startswith(_NATIVE_SCRIPT_PREFIXES)
+
+
+def _ascii_letter(candidate: str) -> str | None:
+    """The single ASCII letter/digit `candidate` stands for, if any."""
+    folded = "".join(
+        ch for ch in unicodedata.normalize("NFKD", candidate) if not unicodedata.combining(ch)
+    ).casefold()
+    if len(folded) == 1 and folded.isascii() and folded.isalnum():
+        return folded
+    return None
+
+
+def _build_skeleton() -> dict[str, str]:
+    """Each look-alike character of the confusables data to one ASCII letter (letters beat digits)."""
     graph = _load_confusables()
-    table: dict[int, str] = {}
+    table: dict[str, str] = {}
     for char in graph:
-        if len(char) != 1 or char.isascii():
+        if len(char) != 1 or char.isascii() or _is_native(char):
             continue
-        name = unicodedata.name(char, "")
-        if name.startswith(_NATIVE_SCRIPT_PREFIXES):
-            continue
-        # Breadth-first over the look-alike graph, a few hops deep: "к" only
-        # reaches "k" through "ĸ".
+        # Breadth-first over the look-alike graph, a few hops deep: "к" only reaches "k" through "ĸ".
         frontier, seen, found = [char], {char}, []
         for _ in range(_MAX_HOPS):
             following: list[str] = []
@@ -83,7 +105,7 @@ def _build_skeleton_table() -> dict[int, str]:
                     if neighbour in seen:
                         continue
                     seen.add(neighbour)
-                    target = _ascii_target(neighbour)
+                    target = _ascii_letter(neighbour)
                     if target is not None:
                         found.append(target)
                     following.append(neighbour)
@@ -93,121 +115,125 @@ def _build_skeleton_table() -> dict[int, str]:
         letters = sorted(t for t in found if t.isalpha())
         choice = letters[0] if letters else (sorted(found)[0] if found else None)
         if choice is not None:
-            # Keys are stored case-folded: the table runs after casefold().
-            for key in {char, _strip_marks(char).casefold()}:
-                if len(key) == 1 and not key.isascii():
-                    table.setdefault(ord(key), choice)
-    table.update({ord(char): target for char, target in _MANUAL_SKELETON.items()})
+            table.setdefault(char, choice)
+    table.update(_MANUAL_SKELETON)
     return table
 
 
-_SKELETON = _build_skeleton_table()
+_SKELETON: Final = _build_skeleton()
 
 
-def _fold_once(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = _strip_marks(text).translate(_SKELETON)
-    return unicodedata.normalize("NFC", text)
+def _fold_char(char: str) -> str:
+    """The fold of one character (before the fixed-point pass in `_FoldTable`)."""
+    code = ord(char)
+    if code in _INVISIBLE_FILLERS:
+        return ""
+    category = unicodedata.category(char)
+    if category == "Cf" or _drop_mark(code) or (category in ("Cc", "Cs") and char not in "\t\n\r\x01"):
+        return "" if category != "Cc" else " "
+    if _is_native(char):
+        if category == "Nd":
+            return str(unicodedata.digit(char))
+        return unicodedata.normalize("NFKC", char)
+    out = []
+    compat = unicodedata.normalize("NFKC", char)
+    if not char.isspace():
+        compat = compat.strip() or compat
+    for piece in unicodedata.normalize("NFKD", compat.casefold()):
+        if _drop_mark(ord(piece)) or unicodedata.category(piece) == "Cf":
+            continue
+        if piece.isascii():
+            out.append(piece.lower())
+            continue
+        if unicodedata.category(piece) == "Nd":
+            out.append(str(unicodedata.digit(piece)))
+            continue
+        # Both cases of a letter share one skeleton ("Н" looks like "H", so "н" folds there too).
+        target = (_SKELETON.get(piece) or _SKELETON.get(piece.upper()) or _SKELETON.get(piece.lower())
+                  or _SKELETON.get(compat) or _SKELETON.get(compat.upper()))
+        if target is None:
+            styled = _STYLED_LATIN.search(unicodedata.name(piece, ""))
+            target = styled.group(1).lower() if styled else None
+        out.append(target if target is not None else unicodedata.normalize("NFC", piece))
+    return unicodedata.normalize("NFC", "".join(out))
+
+
+class _FoldTable(dict[int, str]):
+    """`str.translate` table filled lazily: each character is folded the first time it is seen."""
+
+    def __missing__(self, code: int) -> str:
+        try:
+            value = _fold_char(chr(code))
+            # Iterate to a fixed point so that folding is idempotent.
+            for _ in range(4):
+                again = "".join(_fold_char(ch) for ch in value)
+                if again == value:
+                    break
+                value = again
+        except (ValueError, TypeError):  # pragma: no cover - lone surrogates and the like
+            value = ""
+        self[code] = value
+        return value
+
+
+_TABLE: Final = _FoldTable()
+_OVERRIDES: Final = ("\u202e", "\u202d")
+_OVERRIDE_SPAN: Final = re.compile("([\u202d\u202e])([^\u202a-\u202e\u2066-\u2069]*)")
+_RTL_LETTER: Final = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
+
+
+def _as_displayed(match: re.Match[str]) -> str:
+    run = match.group(2)
+    # A right-to-left override shows a left-to-right run reversed; a left-to-right override shows
+    # a Hebrew or Arabic run reversed. Either way the user reads the run backwards.
+    if match.group(1) == "\u202e" or _RTL_LETTER.search(run):
+        return run[::-1]
+    return run
+
+
+def undo_overrides(text: str) -> str:
+    """`text` with bidi override runs put in the order the user reads them."""
+    if "\u202e" in text or "\u202d" in text:
+        return _OVERRIDE_SPAN.sub(_as_displayed, text)
+    return text
 
 
 def normalize_text(text: str) -> str:
     """Fold `text` to the form the matchers compare; idempotent, never raises."""
     if text.isascii():
-        # NFKC, marks and the skeleton are no-ops on ASCII.
+        # NFKC, marks and the skeleton are no-ops on ASCII; control characters become spaces.
         return text.lower()
-    try:
-        folded = _fold_once(text)
-        # A fold can expose new foldable characters (casefold of "İ" yields a
-        # combining dot); repeat until stable so the result is idempotent.
-        for _ in range(4):
-            again = _fold_once(folded)
-            if again == folded:
-                break
-            folded = again
-        return folded
-    except (ValueError, TypeError):  # pragma: no cover - defensive: lone surrogates etc.
-        return text.encode("utf-8", "replace").decode("utf-8").lower()
+    return undo_overrides(text).translate(_TABLE)
 
 
-_UPPER = "A-ZÀ-ÖØ-ÞА-ЯЁІЇЄҐΑ-Ω"
-_LOWER = "a-zß-öø-ÿа-яёіїєґα-ω"
-_CAMEL_BOUNDARY = re.compile(rf"(?<=[{_LOWER}])(?=[{_UPPER}])|(?<=[{_UPPER}])(?=[{_UPPER}][{_LOWER}])")
+_UPPER: Final = "A-ZÀ-ÖØ-ÞА-ЯЁІЇЄҐΑ-Ω"
+_LOWER: Final = "a-zß-öø-ÿа-яёіїєґα-ω"
+_CAMEL_BOUNDARY: Final = re.compile(rf"(?<=[{_LOWER}])(?=[{_UPPER}])|(?<=[{_UPPER}])(?=[{_UPPER}][{_LOWER}])")
 
 
-def camel_split(text: str) -> str:
-    """Insert spaces at camelCase / PascalCase boundaries ("APIKeyValue" -> "API Key Value")."""
-    # Every boundary sits before an upper-case letter at index >= 1; in ASCII text
-    # without one ("Full name", "Please confirm ...") there is nothing to split.
+_CASED_RUN: Final = re.compile(rf"[{_UPPER}{_LOWER}]+")
+_CAMEL_PART: Final = re.compile(rf"[{_UPPER}]?[{_LOWER}]+|[{_UPPER}]+")
+
+
+def _mark_run(match: re.Match[str]) -> str:
+    run = match.group(0)
+    parts = _CAMEL_BOUNDARY.split(run)
+    if len(parts) == 1:
+        return run
+    # camelCase / PascalCase: every part is a word ("Key", "value") or an acronym ("API"). Random case
+    # flips ("heMMeliGE", "lAPskAuseN") are not word boundaries: the run stays one word.
+    # Short parts only at the end of a short identifier ("wifiPw", "apiKeyId").
+    if all(_CAMEL_PART.fullmatch(part) for part in parts) and all(len(part) >= 3 for part in parts[1:-1]) and (
+            len(parts[-1]) >= 3 or len(parts) <= 3):
+        return CAMEL_MARK.join(parts)
+    return run
+
+
+def camel_marked(text: str) -> str:
+    """Mark camelCase / PascalCase boundaries with `CAMEL_MARK` ("apiKey" -> "api\\x01Key")."""
+    # Every boundary sits before an upper-case letter at index >= 1.
     if text.isascii():
         rest = text[1:]
         if rest == rest.lower():
             return text
-    return _CAMEL_BOUNDARY.sub(" ", text)
-
-
-# Three or more single letters separated by punctuation or spaces: "p a s s",
-# "p.a.s.s", "p-a-s-s".
-# Separators are spelled out: a generic \W would also eat the vowel signs of
-# Devanagari and similar scripts, which Python does not count as word characters.
-_SEP_CLASS = r"[\s._\-·•,/\\|:;'\"`*+~]"
-_SPACED_LETTERS = re.compile(rf"(?<![^\W_])(?:[^\W_]{_SEP_CLASS}+){{2,}}[^\W_](?![^\W_])")
-_SEPARATORS = re.compile(rf"{_SEP_CLASS}+")
-
-
-# ASCII characters classed as letter/digit ("a"), separator ("s") or other ("o"), for
-# the fast path below; taken from the regex classes themselves so they cannot drift.
-_ASCII_CLASSES = bytes(
-    ord("a") if re.fullmatch(r"[^\W_]", chr(code)) else ord("s") if re.fullmatch(_SEP_CLASS, chr(code)) else ord("o")
-    for code in range(256)
-)
-
-
-def collapse_spaced_letters(text: str) -> str:
-    """Join runs of single letters ("p a s s w o r d" -> "password")."""
-    # A run has a single letter between two separators; in ASCII text that shows as
-    # "sas" in the class string, and most texts have none.
-    if text.isascii() and b"sas" not in text.encode("ascii").translate(_ASCII_CLASSES):
-        return text
-    return _SPACED_LETTERS.sub(lambda m: _SEPARATORS.sub("", m.group(0)), text)
-
-
-_LEET_I = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b",
-                         "@": "a", "$": "s", "!": "i", "|": "l"})
-_LEET_CHARS = re.compile(r"[0134578@$!|]")
-# A leet word: a maximal run of [\w@$!|] holding both a letter and a leet character.
-# The lookbehind pins each try to the start of a run and the lazy lookaheads stop at
-# its end, so the search stays linear; only these runs are rewritten.
-_LEET_WORD = re.compile(r"(?<![\w@$!|])(?=[\w@$!|]*?[^\W\d_])(?=[\w@$!|]*?[0134578@$!|])[\w@$!|]+")
-_LEET_IL = {**_LEET_I, ord("1"): "l"}  # the second reading of "1"
-# ASCII classed as letter "L", leet character "D" or separator " " (taken from the
-# regexes above); other word characters ("2", "_") are deleted, see `_has_leet_word`.
-_LEET_CLASSES = bytes(
-    ord("L") if re.fullmatch(r"[^\W\d_]", chr(code)) else ord("D") if _LEET_CHARS.fullmatch(chr(code))
-    else ord("w") if re.fullmatch(r"\w", chr(code)) else ord(" ")
-    for code in range(256)
-)
-_LEET_NEUTRAL = bytes(code for code in range(128) if _LEET_CLASSES[code] == ord("w"))
-
-
-def _has_leet_word(text: str) -> bool:
-    if not text.isascii():
-        return _LEET_CHARS.search(text) is not None and _LEET_WORD.search(text) is not None
-    # Without the neutral word characters, a word holding a letter and a leet
-    # character has the two side by side ("p4ss", "a2_1" -> "LD"); words stay
-    # apart since separators are kept. Exact, and far cheaper than the regex.
-    classes = text.encode("ascii").translate(_LEET_CLASSES, _LEET_NEUTRAL)
-    return b"LD" in classes or b"DL" in classes
-
-
-def leet_variants(text: str) -> list[str]:
-    """Readings of `text` with leetspeak undone in words that mix letters and digits/symbols.
-
-    Returns [] when nothing changes; "1" is read both as "i" and as "l".
-    """
-    # Most texts have no leet word at all ("Guests 12"): a cheap check, no callbacks.
-    if not _has_leet_word(text):
-        return []
-    variants = [_LEET_WORD.sub(lambda m: m.group(0).translate(_LEET_I), text)]
-    if "1" in text:
-        variants.append(_LEET_WORD.sub(lambda m: m.group(0).translate(_LEET_IL), text))
-    return [v for v in dict.fromkeys(variants) if v != text]
+    return _CASED_RUN.sub(_mark_run, text)

@@ -58,6 +58,8 @@ class Deny:
     """Names the rule and the place (field name, category); never a value."""
     code: int = ELICITATION_BLOCKED
     data: dict[str, Any] | None = None
+    where: str | None = None
+    """Path of the part of the params that made the rule fire (e.g. `requestedSchema.properties.pw`)."""
 
 
 Verdict = Allow | Modify | Deny

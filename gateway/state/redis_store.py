@@ -3,7 +3,10 @@
 Key layout (prefix default "mcpgw:"; every id part is percent-encoded, so ':'
 and '{' inside ids cannot collide with the separators or hash tags):
 
-    <p>session:<sid>                      string, orjson record, PX = session TTL
+    <p>sess:<sid>                         hash {r: orjson record, p:<key>: pending server request}, PX = session TTL
+    <p>sessions                           sorted set sid -> last seen (unix s): the idle-sweep index
+    <p>wake:<sid>                         pub/sub channel: "something was appended to <sid>'s buffer"
+    <p>replica:<id>                       string, PX = heartbeat TTL: the replica is alive
     <p>owner:<server>:<upstream>:<eid>    hash {h: host session, u: user, done?: 1}
     <p>events:{<sid>}:seq                 string counter (INCR), PX = buffer TTL
     <p>events:{<sid>}:log                 sorted set, score = event id, member = b"<id>:<payload>"
@@ -15,14 +18,23 @@ so racing replicas never observe half an update.
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import contextlib
+import secrets
+import time
+from collections.abc import AsyncIterator
 from typing import Any, cast
 from urllib.parse import quote
 
 import orjson
 
+from gateway.logs import get_logger
 from gateway.state.owner import Owner, OwnerKey
 from gateway.state.redis_client import DEFAULT_SOCKET_TIMEOUT_S, connect_redis, unavailable_on_redis_error
-from gateway.state.ttl import check_max_events, grace_ms, parse_event_id, ttl_ms
+from gateway.state.ttl import DEFAULT_MAX_EVENT_BYTES, check_max_events, grace_ms, parse_event_id, ttl_ms
+
+log = get_logger("gateway.state")
 
 # First completion wins: a replay (or a second replica racing on the same
 # notification) finds `done` set and gets nothing. The marker lives grace ms.
@@ -38,15 +50,27 @@ end
 return {v[1], v[2]}
 """
 
-# INCR gives ids that increase across replicas; ZREMRANGEBYRANK keeps the newest
-# max_events. A sorted set (not a stream) tolerates the counter and the log
-# being evicted independently: ZADD has no "id must grow" rule to violate.
+# INCR gives ids that increase across replicas; the oldest entries go while the
+# log holds more than max_events or max_bytes (the newest one always stays). A
+# sorted set (not a stream) tolerates the counter and the log being evicted
+# independently: ZADD has no "id must grow" rule to violate. PUBLISH wakes the
+# replica that holds the session's open stream, wherever it is.
 _APPEND = """
 local n = redis.call('INCR', KEYS[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('ZADD', KEYS[2], n, n .. ':' .. ARGV[1])
-redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[3]) + 1))
+local member = n .. ':' .. ARGV[1]
+redis.call('ZADD', KEYS[2], n, member)
+local size = redis.call('INCRBY', KEYS[3], #member)
+local count = redis.call('ZCARD', KEYS[2])
+while count > 1 and (count > tonumber(ARGV[3]) or size > tonumber(ARGV[4])) do
+  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, 0)
+  size = redis.call('INCRBY', KEYS[3], -#oldest)
+  count = count - 1
+end
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
+redis.call('PEXPIRE', KEYS[3], ARGV[2])
+redis.call('PUBLISH', ARGV[5], n)
 return n
 """
 
@@ -63,6 +87,17 @@ return redis.call('ZRANGE', KEYS[2], 0, -1)
 """
 
 
+# Pending server requests per session are capped: a flooding server cannot grow the record.
+_PUT_PENDING = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HLEN', KEYS[1]) > tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
+
+
 def _enc(part: str) -> str:
     return quote(part, safe="")
 
@@ -76,10 +111,15 @@ class RedisStateStore:
         self._complete = self._redis.register_script(_COMPLETE)
         self._append = self._redis.register_script(_APPEND)
         self._events_after = self._redis.register_script(_EVENTS_AFTER)
+        self._put_pending = self._redis.register_script(_PUT_PENDING)
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self.round_trips: collections.Counter[str] = collections.Counter()
+        self._pubsub: Any = None
+        self._reader: asyncio.Task[None] | None = None
 
     # -- keys ----------------------------------------------------------------------------
     def _session_key(self, session_id: str) -> str:
-        return f"{self._prefix}session:{_enc(session_id)}"
+        return f"{self._prefix}sess:{_enc(session_id)}"
 
     def _owner_key(self, key: OwnerKey) -> str:
         parts = (key.server, key.upstream_session, key.elicitation_id)
@@ -87,37 +127,106 @@ class RedisStateStore:
 
     def _event_keys(self, host_session: str) -> list[str]:
         base = f"{self._prefix}events:{{{_enc(host_session)}}}"
-        return [f"{base}:seq", f"{base}:log"]
+        return [f"{base}:seq", f"{base}:log", f"{base}:bytes"]
+
+    def _op(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """One round trip to Redis (a command, a pipeline or a script), counted for /metrics."""
+        self.round_trips[name] += 1
+        return unavailable_on_redis_error(name)
+
+    def _wake_channel(self, host_session: str) -> str:
+        return f"{self._prefix}wake:{_enc(host_session)}"
 
     # -- sessions ------------------------------------------------------------------------
     async def put_session(self, session_id: str, record: dict[str, Any], ttl_s: float) -> None:
         px = ttl_ms(ttl_s, "ttl_s")
-        data = orjson.dumps(record)
-        with unavailable_on_redis_error("put_session"):
-            await self._redis.set(self._session_key(session_id), data, px=px)
+        key = self._session_key(session_id)
+        with self._op("put_session"):
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.hset(key, "r", orjson.dumps(record))
+                pipe.pexpire(key, px)
+                pipe.zadd(f"{self._prefix}sessions", {session_id: time.time()})
+                await pipe.execute()
 
     async def get_session(self, session_id: str) -> dict[str, Any] | None:
-        with unavailable_on_redis_error("get_session"):
-            raw = await self._redis.get(self._session_key(session_id))
+        with self._op("get_session"):
+            raw = await self._redis.hget(self._session_key(session_id), "r")
         if raw is None:
             return None
         record: dict[str, Any] = orjson.loads(raw)
         return record
 
-    async def touch_session(self, session_id: str, ttl_s: float) -> bool:
+    async def load_session(
+        self, session_id: str, ttl_s: float, take: str | None = None
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The record (TTL refreshed, marked seen) and, with `take`, that pending entry removed: one round trip."""
         px = ttl_ms(ttl_s, "ttl_s")
-        with unavailable_on_redis_error("touch_session"):
-            return bool(await self._redis.pexpire(self._session_key(session_id), px))
+        key = self._session_key(session_id)
+        with self._op("load_session"):
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.hget(key, "r")
+                pipe.pexpire(key, px)
+                pipe.zadd(f"{self._prefix}sessions", {session_id: time.time()}, xx=True)
+                if take is not None:
+                    pipe.hget(key, f"p:{take}")
+                    pipe.hdel(key, f"p:{take}")
+                replies = await pipe.execute()
+        if replies[0] is None:
+            return None, None
+        pending = orjson.loads(replies[3]) if take is not None and replies[3] is not None else None
+        return orjson.loads(replies[0]), pending
+
+    async def touch_session(self, session_id: str, ttl_s: float) -> bool:
+        record, _ = await self.load_session(session_id, ttl_s)
+        return record is not None
 
     async def delete_session(self, session_id: str) -> bool:
-        with unavailable_on_redis_error("delete_session"):
-            return bool(await self._redis.delete(self._session_key(session_id)))
+        with self._op("delete_session"):
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.delete(self._session_key(session_id))
+                pipe.zrem(f"{self._prefix}sessions", session_id)
+                deleted, _ = await pipe.execute()
+        return bool(deleted)
+
+    async def count_sessions(self) -> int:
+        with self._op("count_sessions"):
+            return int(await self._redis.zcard(f"{self._prefix}sessions"))
+
+    async def put_pending(self, session_id: str, key: str, value: dict[str, Any], max_pending: int) -> bool:
+        with self._op("put_pending"):
+            stored = await self._put_pending(
+                keys=[self._session_key(session_id)], args=[f"p:{key}", orjson.dumps(value), max_pending]
+            )
+        return bool(stored)
+
+    async def drop_pending(self, session_id: str, key: str) -> bool:
+        with self._op("drop_pending"):
+            return bool(await self._redis.hdel(self._session_key(session_id), f"p:{key}"))
+
+    async def take_idle(self, idle_s: float, limit: int = 100) -> list[tuple[str, dict[str, Any]]]:
+        """Claim sessions idle for idle_s (ZREM decides which replica ends each one) and delete them."""
+        index = f"{self._prefix}sessions"
+        taken: list[tuple[str, dict[str, Any]]] = []
+        with self._op("take_idle"):
+            sids = await self._redis.zrangebyscore(index, "-inf", time.time() - idle_s, start=0, num=limit)
+            for raw_sid in cast(list[bytes], sids):
+                sid = raw_sid.decode()
+                if not await self._redis.zrem(index, sid):
+                    continue  # another replica claimed it
+                key = self._session_key(sid)
+                async with self._redis.pipeline(transaction=True) as pipe:
+                    pipe.hget(key, "r")
+                    pipe.delete(key)
+                    record, _ = await pipe.execute()
+                if record is not None:
+                    taken.append((sid, orjson.loads(record)))
+        return taken
 
     # -- ownership -----------------------------------------------------------------------
     async def register_owner(self, key: OwnerKey, owner: Owner, ttl_s: float) -> None:
         px = ttl_ms(ttl_s, "ttl_s")
         name = self._owner_key(key)
-        with unavailable_on_redis_error("register_owner"):
+        with self._op("register_owner"):
             # DEL first so a stale `done` marker from a reused id cannot survive.
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.delete(name)
@@ -126,7 +235,7 @@ class RedisStateStore:
                 await pipe.execute()
 
     async def owner_of(self, key: OwnerKey) -> Owner | None:
-        with unavailable_on_redis_error("owner_of"):
+        with self._op("owner_of"):
             raw = await self._redis.hmget(self._owner_key(key), ["h", "u", "done"])
         host, user, done = cast(list[bytes | None], raw)
         if host is None or user is None or done is not None:
@@ -135,7 +244,7 @@ class RedisStateStore:
 
     async def complete(self, key: OwnerKey, grace_s: float) -> Owner | None:
         grace = grace_ms(grace_s)
-        with unavailable_on_redis_error("complete"):
+        with self._op("complete"):
             raw = await self._complete(keys=[self._owner_key(key)], args=[grace])
         if not raw:
             return None
@@ -144,19 +253,21 @@ class RedisStateStore:
 
     # -- buffered events -----------------------------------------------------------------
     async def append_event(
-        self, host_session: str, payload: bytes, ttl_s: float, max_events: int = 1000
+        self, host_session: str, payload: bytes, ttl_s: float, max_events: int = 1000,
+        max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> str:
         px = ttl_ms(ttl_s, "ttl_s")
         check_max_events(max_events)
-        with unavailable_on_redis_error("append_event"):
-            n = await self._append(keys=self._event_keys(host_session), args=[payload, px, max_events])
+        args: list[bytes | int | str] = [payload, px, max_events, max_bytes, self._wake_channel(host_session)]
+        with self._op("append_event"):
+            n = await self._append(keys=self._event_keys(host_session), args=args)
         return str(int(n))
 
     async def events_after(self, host_session: str, last_event_id: str | None) -> list[tuple[str, bytes]]:
         after = parse_event_id(last_event_id)
-        with unavailable_on_redis_error("events_after"):
+        with self._op("events_after"):
             members = await self._events_after(
-                keys=self._event_keys(host_session), args=["" if after is None else str(after)]
+                keys=self._event_keys(host_session)[:2], args=["" if after is None else str(after)]
             )
         events: list[tuple[str, bytes]] = []
         for member in cast(list[bytes], members):
@@ -166,13 +277,93 @@ class RedisStateStore:
 
     async def drop_events(self, host_session: str) -> None:
         # The counter stays (until its TTL) so ids keep increasing for this session.
-        with unavailable_on_redis_error("drop_events"):
-            await self._redis.delete(self._event_keys(host_session)[1])
+        with self._op("drop_events"):
+            keys = self._event_keys(host_session)
+            await self._redis.delete(keys[1], keys[2])
+
+    @contextlib.asynccontextmanager
+    async def subscribe(self, host_session: str) -> AsyncIterator[asyncio.Event]:
+        """An event set whenever any replica appends to this session's buffer (Redis pub/sub).
+
+        One pub/sub connection per process; callers still re-read the buffer now and then,
+        so a wake-up lost while Redis reconnects delays a message, never loses it.
+        """
+        wake = asyncio.Event()
+        channel = self._wake_channel(host_session)
+        first = channel not in self._waiters
+        self._waiters.setdefault(channel, set()).add(wake)
+        try:
+            if first:
+                with self._op("subscribe"):
+                    if self._pubsub is None:
+                        self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+                    await self._pubsub.subscribe(channel)
+                if self._reader is None or self._reader.done():
+                    self._reader = asyncio.create_task(self._read_wakeups())
+            yield wake
+        finally:
+            waiters = self._waiters.get(channel)
+            if waiters is not None:
+                waiters.discard(wake)
+                if not waiters:
+                    del self._waiters[channel]
+                    with contextlib.suppress(Exception):
+                        await self._pubsub.unsubscribe(channel)
+
+    async def _read_wakeups(self) -> None:
+        while self._waiters:
+            try:
+                message = await self._pubsub.get_message(timeout=1.0)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # reconnects; subscriptions are restored by redis-py
+                log.warning("state.pubsub_error", error_type=type(exc).__name__)
+                await asyncio.sleep(0.5)
+                continue
+            if message and message.get("type") == "message":
+                channel = message["channel"].decode()
+                for wake in self._waiters.get(channel, ()):
+                    wake.set()
+
+    # -- shared secrets and round records ---------------------------------------------
+    async def shared_secret(self, name: str) -> bytes:
+        """One random secret for every replica: the first to ask creates it (SET NX)."""
+        key = f"{self._prefix}secret:{_enc(name)}"
+        with self._op("shared_secret"):
+            await self._redis.set(key, secrets.token_bytes(32), nx=True)
+            value = await self._redis.get(key)
+        assert isinstance(value, bytes)
+        return value
+
+    async def put_round(self, key: str, record: dict[str, Any], ttl_s: float) -> None:
+        with self._op("put_round"):
+            await self._redis.set(f"{self._prefix}round:{_enc(key)}", orjson.dumps(record), px=ttl_ms(ttl_s, "ttl_s"))
+
+    async def get_round(self, key: str) -> dict[str, Any] | None:
+        with self._op("get_round"):
+            raw = await self._redis.get(f"{self._prefix}round:{_enc(key)}")
+        return None if raw is None else orjson.loads(raw)
+
+    # -- replicas ------------------------------------------------------------------------
+    async def beat(self, replica: str, ttl_s: float) -> None:
+        with self._op("beat"):
+            await self._redis.set(f"{self._prefix}replica:{_enc(replica)}", b"1", px=ttl_ms(ttl_s, "ttl_s"))
+
+    async def replica_alive(self, replica: str) -> bool:
+        with self._op("replica_alive"):
+            return bool(await self._redis.exists(f"{self._prefix}replica:{_enc(replica)}"))
 
     # -- lifecycle -----------------------------------------------------------------------
     async def ping(self) -> None:
-        with unavailable_on_redis_error("ping"):
+        with self._op("ping"):
             await self._redis.ping()
 
     async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+        if self._pubsub is not None:
+            with contextlib.suppress(Exception):
+                await self._pubsub.aclose()
         await self._redis.aclose()

@@ -7,11 +7,14 @@ when several replicas must serve any request of any session.
 
 from __future__ import annotations
 
+import asyncio
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol
 
 from gateway.state.memory_store import MemoryStateStore
 from gateway.state.owner import Owner, OwnerKey
 from gateway.state.redis_store import RedisStateStore
+from gateway.state.ttl import DEFAULT_MAX_EVENT_BYTES
 
 __all__ = [
     "MemoryStateStore",
@@ -39,6 +42,27 @@ class StateStore(Protocol):
 
     async def delete_session(self, session_id: str) -> bool: ...
 
+    async def load_session(
+        self, session_id: str, ttl_s: float, take: str | None = None
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """(record, pending) in one round trip: the TTL is refreshed, the session marked seen,
+        and with `take` that pending server request is removed atomically (delivered once)."""
+        ...
+
+    async def count_sessions(self) -> int:
+        """Live host sessions of every replica (the max_sessions bound)."""
+        ...
+
+    async def put_pending(self, session_id: str, key: str, value: dict[str, Any], max_pending: int) -> bool:
+        """Remember a server request sent to the host; False if the session is gone or at the cap."""
+        ...
+
+    async def drop_pending(self, session_id: str, key: str) -> bool: ...
+
+    async def take_idle(self, idle_s: float, limit: int = 100) -> list[tuple[str, dict[str, Any]]]:
+        """Claim and delete up to `limit` sessions not seen for idle_s; each is claimed by one replica."""
+        ...
+
     # -- URL-mode elicitation ownership --------------------------------------------------
     async def register_owner(self, key: OwnerKey, owner: Owner, ttl_s: float) -> None:
         """Record (or replace) the owner of a pending elicitation."""
@@ -55,10 +79,12 @@ class StateStore(Protocol):
 
     # -- events buffered while a host session has no stream open -------------------------
     async def append_event(
-        self, host_session: str, payload: bytes, ttl_s: float, max_events: int = 1000
+        self, host_session: str, payload: bytes, ttl_s: float, max_events: int = 1000,
+        max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> str:
-        """Buffer a payload, return its event id ("1", "2", ...; increasing per session).
-        Keeps the newest max_events; the buffer expires ttl_s after the last append."""
+        """Buffer a payload, return its event id ("1", "2", ...; increasing per session), and wake
+        the session's subscribers. Keeps the newest max_events within max_bytes (the newest one
+        always); the buffer expires ttl_s after the last append."""
         ...
 
     async def events_after(self, host_session: str, last_event_id: str | None) -> list[tuple[str, bytes]]:
@@ -69,6 +95,24 @@ class StateStore(Protocol):
     async def drop_events(self, host_session: str) -> None:
         """Forget buffered payloads; ids keep increasing while the counter lives."""
         ...
+
+    def subscribe(self, host_session: str) -> AbstractAsyncContextManager[asyncio.Event]:
+        """An asyncio.Event set whenever any replica appends to this session's buffer."""
+        ...
+
+    # -- shared secrets and 2026-07-28 round records -----------------------------------
+    async def shared_secret(self, name: str) -> bytes:
+        """A random secret every replica shares (created by the first to ask)."""
+        ...
+
+    async def put_round(self, key: str, record: dict[str, Any], ttl_s: float) -> None: ...
+
+    async def get_round(self, key: str) -> dict[str, Any] | None: ...
+
+    # -- replicas: who is alive, so another replica can fail a dead one's streams cleanly --
+    async def beat(self, replica: str, ttl_s: float) -> None: ...
+
+    async def replica_alive(self, replica: str) -> bool: ...
 
     # -- lifecycle ----------------------------------------------------------------------
     async def ping(self) -> None: ...

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+# A session's buffered events are bounded in bytes as well as in count.
+DEFAULT_MAX_EVENT_BYTES = 1024 * 1024
+
 
 def ttl_ms(ttl_s: float, what: str) -> int:
     """Positive TTL in whole milliseconds, rounded up (Redis PX granularity)."""

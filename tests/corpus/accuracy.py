@@ -45,6 +45,14 @@ class Scores:
     mismatches: list[str] = field(default_factory=list)
     languages: set[str] = field(default_factory=set)
     sensitive_by_lang: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    harmless_altered: list[str] = field(default_factory=list)
+    """Rows labelled allow that reached the host changed (decision modify)."""
+    harmless_by_lang: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    """Per language: [harmless rows decided allow, harmless rows]."""
+    by_family: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    """Per secret family (rows that carry one): [decided as labelled, rows]."""
+    by_evasion: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    """Per evasion class (rows that carry one): [decided as labelled, rows]."""
 
 
 def load_corpus(folder: Path = CORPUS) -> list[dict[str, Any]]:
@@ -106,6 +114,16 @@ def score(rows: list[dict[str, Any]], results: list[dict[str, Any]]) -> Scores:
             s.clean_total += 1
             if result["decision"] == "block":
                 s.false_blocks.append(row["id"])
+            elif result["decision"] == "modify":
+                s.harmless_altered.append(row["id"])
+            per_lang = s.harmless_by_lang[row.get("lang", "?")]
+            per_lang[0] += result["decision"] == "allow"
+            per_lang[1] += 1
+        for key, table in (("family", s.by_family), ("evasion", s.by_evasion)):
+            value = row.get(key)
+            if isinstance(value, str) and value:
+                table[value][0] += ok
+                table[value][1] += 1
         if cat == "link":
             s.links_total += 1
             params = result.get("params")
@@ -114,7 +132,7 @@ def score(rows: list[dict[str, Any]], results: list[dict[str, Any]]) -> Scores:
     return s
 
 
-def report(s: Scores) -> str:
+def report(s: Scores, show_mismatches: bool = True) -> str:
     recall = s.sensitive_blocked / s.sensitive_total if s.sensitive_total else 0.0
     lines = [
         "# Policy accuracy on the labelled corpus",
@@ -140,12 +158,46 @@ def report(s: Scores) -> str:
     for lang in sorted(s.sensitive_by_lang):
         blocked, total = s.sensitive_by_lang[lang]
         lines.append(f"| {lang} | {blocked}/{total} |")
-    if s.mismatches:
+    if s.mismatches and show_mismatches:
         lines += ["", "Requests not decided as labelled:", ""] + [f"- {m}" for m in s.mismatches]
     return "\n".join(lines) + "\n"
 
 
+def blind_report(s: Scores, title: str) -> str:
+    """The figures kept for a blind set: recall, false blocks, harmless forms altered, per language/family/evasion."""
+    recall = s.sensitive_blocked / s.sensitive_total if s.sensitive_total else 0.0
+    lines = [
+        f"### {title}",
+        "",
+        f"- forms: **{s.total}**, {len(s.languages)} languages",
+        f"- recall on sensitive asks: **{s.sensitive_blocked}/{s.sensitive_total} = {recall:.2%}** (goal >= 99%)",
+        f"- false blocks: **{len(s.false_blocks)}/{s.clean_total}** harmless forms (goal 0)",
+        f"- harmless forms altered (decision modify on a form labelled allow): **{len(s.harmless_altered)}** (goal 0)",
+        f"- links surviving in link forms: **{len(s.links_surviving)}/{s.links_total}**",
+        f"- decided exactly as labelled: **{sum(s.correct_by_category.values())}/{s.total}**",
+        "",
+        "| lang | asks blocked | harmless allowed |",
+        "|---|---|---|",
+    ]
+    for lang in sorted(set(s.sensitive_by_lang) | set(s.harmless_by_lang)):
+        b, t = s.sensitive_by_lang.get(lang, [0, 0])
+        a, h = s.harmless_by_lang.get(lang, [0, 0])
+        lines.append(f"| {lang} | {b}/{t} | {a}/{h} |")
+    for key, table in (("family", s.by_family), ("evasion class", s.by_evasion)):
+        if table:
+            lines += ["", f"| {key} | decided as labelled |", "|---|---|"]
+            lines += [f"| {name} | {ok}/{n} |" for name, (ok, n) in sorted(table.items())]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
+    if len(sys.argv) > 1:  # accuracy.py FOLDER [TITLE]: the blind-set report of one folder
+        rows = load_corpus(Path(sys.argv[1]))
+        s = score(rows, run_explain(rows))
+        sys.stdout.write(blind_report(s, sys.argv[2] if len(sys.argv) > 2 else sys.argv[1]))
+        if "--misses" in sys.argv:
+            sys.stdout.write("\n".join(s.mismatches) + "\n")
+        return
     rows = load_corpus()
     sys.stdout.write(report(score(rows, run_explain(rows))))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -18,6 +19,11 @@ import yaml
 
 HERE = Path(__file__).parent
 REPO = HERE.parent.parent
+
+
+def sse_messages(text: str) -> list[Any]:
+    """The JSON messages of an SSE body; priming events (empty data) carry none."""
+    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and line[5:].strip()]
 
 
 def free_port() -> int:
@@ -78,9 +84,19 @@ def running(args: list[str], port: int, log: Path, env: Mapping[str, str] | None
 
 
 @contextmanager
-def upstream_server(tmp: Path, name: str = "upstream") -> Iterator[Proc]:
+def upstream_server(tmp: Path, name: str = "upstream", era: str = "both") -> Iterator[Proc]:
+    """The SDK test server; `era`: both (default), legacy (handshake only) or modern (2026-07-28 only)."""
     port = free_port()
-    with running([sys.executable, str(HERE / "upstream_server.py"), str(port)], port, tmp / f"{name}.log") as p:
+    with running([sys.executable, str(HERE / "upstream_server.py"), str(port), era], port, tmp / f"{name}.log") as p:
+        yield p
+
+
+@contextmanager
+def balancer(tmp: Path, backends: list[Proc], name: str = "balancer") -> Iterator[Proc]:
+    """The round-robin balancer (no affinity) in front of gateway replicas."""
+    port = free_port()
+    args = [sys.executable, str(HERE / "balancer.py"), str(port), *[b.base for b in backends]]
+    with running(args, port, tmp / f"{name}.log") as p:
         yield p
 
 
@@ -92,9 +108,11 @@ def stdio_spec() -> dict[str, Any]:
 
 
 def write_gateway_config(
-    tmp: Path, servers: Mapping[str, tuple[ServerSpec, Mapping[str, Any]]], state: Mapping[str, Any] | None = None
+    tmp: Path, servers: Mapping[str, tuple[ServerSpec, Mapping[str, Any]]], state: Mapping[str, Any] | None = None,
+    sessions: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None,
 ) -> Path:
-    """servers: name -> (upstream url or server config mapping, elicitation policy mapping)."""
+    """servers: name -> (upstream url or server config mapping, elicitation policy mapping);
+    extra: more top-level keys (auth, admin, listen: merged into the defaults)."""
     cfg_servers = {}
     for name, (spec, policy) in servers.items():
         policy_path = tmp / f"policy-{name}.yaml"
@@ -107,6 +125,11 @@ def write_gateway_config(
         "logging": {"format": "json", "level": "info"},
         "servers": cfg_servers,
     }
+    if sessions:
+        config["sessions"] = dict(sessions)
+    for key, value in (extra or {}).items():
+        base_value = config.get(key)
+        config[key] = {**base_value, **value} if isinstance(base_value, dict) else value
     path = tmp / "gateway.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -114,10 +137,28 @@ def write_gateway_config(
 
 @contextmanager
 def gateway(
-    tmp: Path, servers: Mapping[str, tuple[ServerSpec, Mapping[str, Any]]], state: Mapping[str, Any] | None = None
+    tmp: Path, servers: Mapping[str, tuple[ServerSpec, Mapping[str, Any]]], state: Mapping[str, Any] | None = None,
+    sessions: Mapping[str, Any] | None = None, name: str = "gateway", extra: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Proc]:
-    config = write_gateway_config(tmp, servers, state)
+    config = write_gateway_config(tmp, servers, state, sessions, extra)
     port = free_port()
     args = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
-    with running(args, port, tmp / "gateway.log") as p:
+    with running(args, port, tmp / f"{name}.log", env) as p:
         yield p
+
+
+async def received_by(upstream: Proc) -> list[Any]:
+    """What the raw hostile upstream (hostile_upstream.py) received from the gateway."""
+    import httpx2
+
+    async with httpx2.AsyncClient() as http:
+        out: list[Any] = (await http.get(f"{upstream.base}/received")).json()
+    return out
+
+
+def text_of(result: Any) -> str:
+    """The text of a tool result's first content block."""
+    block = result.content[0]
+    assert type(block).__name__ == "TextContent", block
+    return str(block.text)

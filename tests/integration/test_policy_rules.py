@@ -176,13 +176,16 @@ async def test_decision_lines_follow_the_contract_and_secrets_never_logged(gw: P
     assert any("link" in change for d in modified for change in d["changes"])
 
 
-async def test_state_unreachable_blocks_elicitation(tmp_path: Path) -> None:
+async def test_state_unreachable_refuses_sessions_clearly(tmp_path: Path) -> None:
+    """Sessions live in the state store: with it unreachable nothing is relayed, and the host is told why.
+    (Redis going away under live sessions, and coming back, is tested in test_replicas.py.)"""
     state = {"backend": "redis", "url": f"redis://127.0.0.1:{free_port()}/0"}
     with upstream_server(tmp_path) as up, gateway(tmp_path, {"s": (up.base + "/mcp", {**STRICT, "rate_limit": "5/minute"})}, state) as g:
         host = Host({"name": "n"})
-        out = await elicit(g, "s", NAME_FORM, host)
+        with pytest.raises(Exception) as info:
+            await elicit(g, "s", NAME_FORM, host)
+        assert "gateway state unavailable" in repr(info.value)
         assert host.seen == []
-        assert out["error"]["code"] == -32052
         assert "state.unavailable" in g.output()
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from gateway_harness import Proc, free_port, gateway, upstream_server
+from gateway_harness import Proc, free_port, gateway, sse_messages, upstream_server
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, TextContent
@@ -154,7 +154,7 @@ async def test_url_mode_refused_for_host_that_declared_form_only(gw: Proc) -> No
         r = await http.post(url, json=call, headers=headers)
         assert r.status_code == 200
         assert "elicitation/create" not in r.text  # the host never saw the request
-        events = [json.loads(line[5:]) for line in r.text.splitlines() if line.startswith("data:")]
+        events = sse_messages(r.text)
         [response] = [e for e in events if e.get("id") == 2]
         inner = json.loads(response["result"]["content"][0]["text"])
         assert inner["error"]["code"] == -32602
@@ -237,7 +237,7 @@ async def test_ping_is_answered_and_delete_ends_the_session(gw: Proc) -> None:
         # 2025-03-26 batch: two requests answered on one stream
         batch = [{"jsonrpc": "2.0", "id": 10, "method": "ping"}, {"jsonrpc": "2.0", "id": 11, "method": "tools/list"}]
         r = await http.post(url, json=batch, headers=headers)
-        ids = {json.loads(line[5:])["id"] for line in r.text.splitlines() if line.startswith("data:")}
+        ids = {m["id"] for m in sse_messages(r.text)}
         assert ids == {10, 11}
         r = await http.delete(url, headers=headers)
         assert r.status_code == 200
@@ -286,7 +286,7 @@ async def test_health_ready_and_metrics(gw: Proc) -> None:
         async with Client(endpoint(gw, "up"), mode="legacy") as client:
             await client.call_tool("echo", {"text": "count me"})
         metrics = (await http.get(f"{gw.base}/metrics")).text
-    assert 'mcpgw_host_requests_total{method="tools/call",outcome="ok",server="up"}' in metrics
+    assert 'mcpgw_host_requests_total{era="2025",method="tools/call",outcome="ok",server="up"}' in metrics
 
 
 async def test_readyz_fails_when_state_unreachable(tmp_path: Path, upstream: Proc) -> None:
@@ -313,7 +313,7 @@ async def test_host_credential_never_sent_upstream_and_delete_ends_upstream_sess
         headers["Mcp-Session-Id"] = r.headers["mcp-session-id"]
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "request_headers", "arguments": {}}}
         r = await http.post(endpoint(gw, "up"), json=call, headers=headers)
-        [data] = [json.loads(x[5:]) for x in r.text.splitlines() if x.startswith("data:")]
+        [data] = sse_messages(r.text)
         upstream_seen = json.loads(data["result"]["content"][0]["text"])
         assert "host-token-must-not-leak" not in json.dumps(upstream_seen)
         upstream_sid = upstream_seen["mcp-session-id"]
@@ -345,3 +345,4 @@ async def test_upstream_dies_while_host_answers_an_elicitation(tmp_path: Path) -
         assert answered == ["[v] Still there?"]
         async with httpx2.AsyncClient(timeout=5) as http:
             assert (await http.get(f"{g.base}/healthz")).status_code == 200
+

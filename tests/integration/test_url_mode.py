@@ -109,7 +109,7 @@ async def test_completion_sent_while_owner_has_no_stream_arrives_on_reconnect(gw
                 "params": {"name": "url_later", "arguments": {"url": GOOD_URL, "elicitation_id": "later-1", "delay": 0.3}}}
         async with http.stream("POST", url, json=call, headers=headers) as stream:
             async for line in stream.aiter_lines():
-                if not line.startswith("data:"):
+                if not line.startswith("data:") or not line[5:].strip():
                     continue
                 msg = json.loads(line[5:])
                 if msg.get("method") == "elicitation/create":
@@ -126,7 +126,7 @@ async def test_completion_sent_while_owner_has_no_stream_arrives_on_reconnect(gw
                 async for line in stream.aiter_lines():
                     if line.startswith("id:"):
                         event_id = line[3:].strip()
-                    if line.startswith("data:"):
+                    if line.startswith("data:") and line[5:].strip():
                         received.append((event_id, json.loads(line[5:])))
                         break
         [(eid, notice)] = received
@@ -138,7 +138,7 @@ async def test_completion_sent_while_owner_has_no_stream_arrives_on_reconnect(gw
         with anyio.move_on_after(1):
             async with http.stream("GET", url, headers={**headers, "Accept": "text/event-stream", "Last-Event-ID": eid}) as s:
                 async for line in s.aiter_lines():
-                    if line.startswith("data:"):
+                    if line.startswith("data:") and line[5:].strip():
                         got_more = True
                         break
         assert not got_more

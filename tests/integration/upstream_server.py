@@ -1,7 +1,9 @@
 """The upstream MCP server integration tests put behind the gateway: the real SDK, real HTTP.
 
-Run: python upstream_server.py PORT. Tools let a test make the server send any
-elicitation, report what it saw, or die in the middle of a stream.
+Run: python upstream_server.py PORT [legacy|modern]. Tools let a test make the server send
+any elicitation, report what it saw, or die in the middle of a stream. It serves both
+revision families on one endpoint unless told `legacy` (handshake era only) or `modern`
+(2026-07-28 only). `greet` and `sign_in` elicit through `Resolve`, so they work in both.
 """
 
 from __future__ import annotations
@@ -10,19 +12,86 @@ import asyncio
 import json
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
+import mcp_types
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.shared.exceptions import UrlElicitationRequiredError
+from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
+from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
 from mcp.types import ElicitRequestURLParams
+from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
-mcp = MCPServer("upstream")
+
+async def legacy_only(ctx: Any, call_next: Any) -> Any:
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        raise MCPError(code=UNSUPPORTED_PROTOCOL_VERSION, message="Unsupported protocol version",
+                       data={"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": ctx.protocol_version})
+    return await call_next(ctx)
+
+
+async def modern_only(ctx: Any, call_next: Any) -> Any:
+    if ctx.method == "initialize":
+        requested = (ctx.params or {}).get("protocolVersion", "")
+        raise MCPError(code=UNSUPPORTED_PROTOCOL_VERSION, message="Unsupported protocol version",
+                       data={"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": requested})
+    return await call_next(ctx)
+
+
+ERA = sys.argv[2] if len(sys.argv) > 2 else "both"
+mcp = MCPServer("upstream", middleware={"legacy": [legacy_only], "modern": [modern_only]}.get(ERA, []))
 
 
 class Name(BaseModel):
     name: str
+
+
+class Password(BaseModel):
+    password: str
+
+
+def ask_for_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+def ask_for_password() -> Elicit[Password]:
+    return Elicit("Sign in to continue", Password)
+
+
+@mcp.tool()
+async def greet(who: Annotated[Name, Resolve(ask_for_name)], ctx: Context) -> str:
+    """Elicits a name in either revision family; says which one it ran in."""
+    return f"Hello {who.name} ({ctx.protocol_version})"
+
+
+def ask_for_a_haiku() -> Sample:
+    return Sample([mcp_types.SamplingMessage(role="user", content=mcp_types.TextContent(type="text", text="A haiku"))],
+                  max_tokens=50)
+
+
+@mcp.tool()
+async def haiku(poem: Annotated[mcp_types.CreateMessageResult, Resolve(ask_for_a_haiku)]) -> str:
+    """Samples the host's model in either revision family (sampling/createMessage or an input request)."""
+    content = poem.content
+    return f"model said: {getattr(content, 'text', '?')}"
+
+
+@mcp.tool()
+async def url_consent(url: str, ctx: Context) -> Any:
+    """2026-07-28 only: a URL-mode input request; the retry tells the outcome."""
+    answer = (ctx.input_responses or {}).get("u")
+    if answer is not None:
+        return f"url {answer.action}"
+    request = mcp_types.ElicitRequest(params=mcp_types.ElicitRequestURLParams(mode="url", message="Connect", url=url))
+    return mcp_types.InputRequiredResult(input_requests={"u": request})
+
+
+@mcp.tool()
+async def sign_in(secret: Annotated[Password, Resolve(ask_for_password)]) -> str:
+    """Asks for a password (policy must block it) in either revision family."""
+    return "signed in"
 
 
 @mcp.tool()
@@ -56,6 +125,29 @@ async def ask_name(ctx: Context) -> str:
     return json.dumps({"action": result.action, "name": data})
 
 
+_in_flight = {"ask_and_wait": 0, "cancelled": 0, "slow_cancelled": 0}
+
+
+@mcp.tool()
+async def ask_and_wait(ctx: Context) -> str:
+    """An elicitation whose call stays open until answered; counts itself while in flight."""
+    _in_flight["ask_and_wait"] += 1
+    try:
+        result = await ctx.elicit("What is your name?", Name)
+        return str(result.action)
+    except asyncio.CancelledError:
+        _in_flight["cancelled"] += 1
+        raise
+    finally:
+        _in_flight["ask_and_wait"] -= 1
+
+
+@mcp.tool()
+def in_flight() -> str:
+    """How many ask_and_wait calls are open, and how many were cancelled."""
+    return json.dumps(_in_flight)
+
+
 @mcp.tool()
 async def elicit_raw(params_json: str, ctx: Context) -> str:
     """Send `elicitation/create` with exactly these params; return the host's answer or the error."""
@@ -80,7 +172,11 @@ async def elicit_raw(params_json: str, ctx: Context) -> str:
 @mcp.tool()
 async def slow_echo(text: str, seconds: float, ctx: Context) -> str:
     await ctx.report_progress(0.5, 1.0, "half way")
-    await asyncio.sleep(seconds)
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        _in_flight["slow_cancelled"] += 1
+        raise
     return text
 
 

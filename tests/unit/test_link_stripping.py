@@ -60,7 +60,6 @@ REMOVED: list[tuple[str, str]] = [
     ("ms-msdt:/id PCWDiagnostic", f"{M} PCWDiagnostic"),
     ("intent://scan/#Intent;scheme=zxing;end", M),
     # e-mail, mailto, tel
-    ("write to help@evil.com please", f"write to {M} please"),
     ("mailto:help@evil.com", M),
     ("call tel:+1-555-0100 now", f"call {M} now"),
     # markdown
@@ -167,6 +166,10 @@ KEPT: list[str] = [
     "Ratio 16:9, time 10:30",
     "C:\\Users\\me",
     "@alice mentioned you",
+    # E-mail addresses in plain text are not links (issue 11); explicit mailto: links are.
+    "write to help@evil.com please",
+    "user.name+tag@sub.example.co.uk",
+    "金曜日までに help@account-verify.com で",
     "[optional] field",
     "Choose [A] or [B]",
     "z.B. so, d.h. nicht",

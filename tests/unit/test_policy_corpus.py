@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "corpus"))
 from accuracy import Scores, load_corpus, run_explain, score
+
+from gateway.policy.sensitive_fields import SensitiveFieldDetector
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +47,76 @@ def test_every_request_decided_as_labelled(scores: Scores) -> None:
 def test_blind_holdout_does_not_regress() -> None:
     """tests/corpus/holdout/ was written blind (its author never saw the detector or the corpus).
 
-    Its first-sight figures (docs/policy-accuracy.md) are below the goals; this only guards against regressions.
+    First sight: 104/110 blocked, 5 false blocks (docs/policy-accuracy.md). These floors keep the
+    figures reached since then; they only move up.
     """
     rows = load_corpus(Path(__file__).resolve().parents[1] / "corpus" / "holdout")
     s = score(rows, run_explain(rows))
     assert s.total >= 240
-    assert s.sensitive_blocked >= 104
-    assert len(s.false_blocks) <= 5
+    assert s.sensitive_blocked >= 109
+    assert s.false_blocks == []
+    assert s.harmless_altered == []
+
+
+def test_blind_set_1_does_not_regress() -> None:
+    """tests/corpus/blind1/ (issue 11) was written blind, before the detector was changed.
+
+    First sight (detector as of aaff5f0): 338/717 blocked, 60 false blocks, 58 harmless forms altered.
+    The floors below are the figures after the issue-11 detector; they only move up.
+    """
+    rows = load_corpus(Path(__file__).resolve().parents[1] / "corpus" / "blind1")
+    s = score(rows, run_explain(rows))
+    assert s.total >= 1510
+    assert len(s.languages) >= 56
+    assert s.sensitive_blocked >= 713
+    assert s.sensitive_blocked / s.sensitive_total >= 0.99
+    assert s.false_blocks == []
+    assert s.harmless_altered == []
+    assert s.links_surviving == []
+
+
+def test_blind_set_2_does_not_regress() -> None:
+    """tests/corpus/blind2/ (issue 11) was written blind after the detector was built, by an author who
+    saw neither the detector, its lexicon nor any other test set. It is the generalization figure.
+
+    First sight (detector as of 53c30fe): 692/773 blocked (89.5%), 24/821 false blocks, 0 harmless forms
+    altered, 0/48 links surviving. These floors are that first sight; they only move up.
+    """
+    rows = load_corpus(Path(__file__).resolve().parents[1] / "corpus" / "blind2")
+    s = score(rows, run_explain(rows))
+    assert s.total >= 1642
+    assert len(s.languages) >= 52
+    assert s.sensitive_blocked >= 692
+    assert len(s.false_blocks) <= 24
+    assert s.harmless_altered == []
+    assert s.links_surviving == []
+
+
+_LOOK_ALIKES = str.maketrans({"a": "а", "e": "е", "o": "о", "p": "р", "c": "с", "x": "х", "y": "у", "i": "і"})
+
+
+@pytest.mark.parametrize("evasion", [
+    lambda t: "\u200b".join(t),  # zero-width space between every letter
+    lambda t: t.translate(_LOOK_ALIKES),  # Cyrillic look-alikes
+    lambda t: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in t),  # fullwidth
+    lambda t: "\u202e" + t[::-1] + "\u202c",  # right-to-left override
+], ids=["zero-width", "look-alikes", "fullwidth", "rlo"])
+def test_blind_set_1_holds_under_evasion_classes(evasion: Any) -> None:
+    """Every field title of blind set 1 rewritten with one evasion class: asks stay blocked, harmless forms pass."""
+    detector = SensitiveFieldDetector()
+    rows = load_corpus(Path(__file__).resolve().parents[1] / "corpus" / "blind1")
+    misses = false_blocks = 0
+    for row in rows:
+        if row["category"] == "link" or row.get("evasion") or row["expect"] not in ("block", "allow"):
+            continue
+        params = copy.deepcopy(row["params"])
+        for prop in params.get("requestedSchema", {}).get("properties", {}).values():
+            if isinstance(prop, dict) and isinstance(prop.get("title"), str):
+                prop["title"] = evasion(prop["title"])
+        found = detector.find(params)
+        if row["expect"] == "block" and row.get("expect_rule") == "sensitive_fields":
+            misses += not found
+        elif row["expect"] == "allow":
+            false_blocks += bool(found)
+    assert misses <= 3
+    assert false_blocks == 0

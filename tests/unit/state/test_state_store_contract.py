@@ -281,3 +281,100 @@ async def test_unreachable_redis_raises_state_unavailable() -> None:
             await store.events_after("h", None)
     finally:
         await store.close()
+
+
+# -- session records with pending server requests, the idle index, wake-ups, replicas -------------
+
+
+async def test_load_session_refreshes_and_takes_a_pending_entry_once(harness: StoreHarness) -> None:
+    store = harness.store
+    assert await store.load_session("s1", 30) == (None, None)
+    await store.put_session("s1", {"v": 1}, ttl_s=30)
+    assert await store.put_pending("s1", "i:1", {"id": 1, "m": "elicitation/create"}, max_pending=4) is True
+    assert await store.load_session("s1", 30, take="i:2") == ({"v": 1}, None)
+    assert await store.load_session("s1", 30, take="i:1") == ({"v": 1}, {"id": 1, "m": "elicitation/create"})
+    assert await store.load_session("s1", 30, take="i:1") == ({"v": 1}, None)  # an answer is taken once
+    assert await store.put_pending("nope", "i:1", {}, max_pending=4) is False  # no session, nothing stored
+
+
+async def test_pending_entries_are_capped_and_dropped(harness: StoreHarness) -> None:
+    store = harness.store
+    await store.put_session("s1", {"v": 1}, ttl_s=30)
+    assert [await store.put_pending("s1", f"i:{n}", {"id": n}, max_pending=3) for n in range(5)] == [
+        True, True, True, False, False]
+    assert await store.put_pending("s1", "i:0", {"id": 0, "again": True}, max_pending=3) is True  # replace is fine
+    assert await store.drop_pending("s1", "i:1") is True
+    assert await store.drop_pending("s1", "i:1") is False
+    assert await store.put_pending("s1", "i:9", {"id": 9}, max_pending=3) is True
+    # a put of the record keeps its pending entries
+    await store.put_session("s1", {"v": 2}, ttl_s=30)
+    assert await store.load_session("s1", 30, take="i:9") == ({"v": 2}, {"id": 9})
+
+
+async def test_session_expires_with_its_pending_entries(harness: StoreHarness) -> None:
+    store = harness.store
+    await store.put_session("s1", {"v": 1}, ttl_s=0.2)
+    await store.put_pending("s1", "i:1", {"id": 1}, max_pending=3)
+    await harness.advance(0.3)
+    assert await store.load_session("s1", 30, take="i:1") == (None, None)
+
+
+async def test_take_idle_claims_each_idle_session_once(harness: StoreHarness) -> None:
+    store = harness.store
+    await store.put_session("old", {"s": "crm"}, ttl_s=60)
+    await harness.advance(0.4)
+    await store.put_session("new", {"s": "crm"}, ttl_s=60)
+    assert await store.count_sessions() == 2
+    assert await store.take_idle(0.3) == [("old", {"s": "crm"})]
+    assert await store.take_idle(0.3) == []
+    assert await store.get_session("old") is None
+    assert await store.count_sessions() == 1
+    await harness.advance(0.4)
+    await store.load_session("new", 60)  # seen again: not idle
+    assert await store.take_idle(0.3) == []
+    assert await store.delete_session("new") is True
+    assert await store.count_sessions() == 0
+
+
+async def test_events_are_bounded_in_bytes_keeping_the_newest(harness: StoreHarness) -> None:
+    store = harness.store
+    for n in range(10):
+        await store.append_event("h", bytes([65 + n]) * 100, ttl_s=30, max_events=1000, max_bytes=350)
+    kept = await store.events_after("h", None)
+    assert [p[:1] for _, p in kept] == [b"H", b"I", b"J"]
+    big = b"x" * 1000  # larger than the bound alone: the newest event always stays
+    await store.append_event("h", big, ttl_s=30, max_events=1000, max_bytes=350)
+    assert [p for _, p in await store.events_after("h", None)] == [big]
+
+
+async def test_subscribers_are_woken_by_appends_to_their_session_only(harness: StoreHarness) -> None:
+    store = harness.store
+    async with store.subscribe("h1") as wake, store.subscribe("h2") as other:
+        await store.append_event("h1", b"x", ttl_s=30)
+        await asyncio.wait_for(wake.wait(), 2)
+        await asyncio.sleep(0.1)
+        assert not other.is_set()
+
+
+async def test_replica_heartbeats_expire(harness: StoreHarness) -> None:
+    store = harness.store
+    assert await store.replica_alive("r1") is False
+    await store.beat("r1", ttl_s=0.2)
+    assert await store.replica_alive("r1") is True
+    await harness.advance(0.3)
+    assert await store.replica_alive("r1") is False
+
+
+@pytest.mark.redis
+async def test_an_append_on_one_replica_wakes_a_subscriber_on_another(redis_prefix: str) -> None:
+    a = RedisStateStore("redis://127.0.0.1:6379/15", prefix=redis_prefix)
+    b = RedisStateStore("redis://127.0.0.1:6379/15", prefix=redis_prefix)
+    try:
+        async with b.subscribe("h") as wake:
+            await asyncio.sleep(0.1)
+            await a.append_event("h", b"hello", ttl_s=30)
+            await asyncio.wait_for(wake.wait(), 2)
+            assert [p for _, p in await b.events_after("h", None)] == [b"hello"]
+    finally:
+        await a.close()
+        await b.close()

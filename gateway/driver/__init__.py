@@ -1,0 +1,1 @@
+"""The session driver: carries out the core's commands (no HTTP in here)."""

@@ -1,0 +1,180 @@
+"""Metrics and spans around the upstream connectors, the state store and the rate limiter.
+
+Wrappers with the same interface as what they wrap, so the session driver needs
+no knowledge of metrics for health, reconnects, state latency and errors.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, cast
+
+from gateway import tracing
+from gateway.errors import UpstreamFailure
+from gateway.metrics import GatewayMetrics
+from gateway.state.errors import StateUnavailable
+from gateway.state.rate_limiter import RateLimiter, RateVerdict
+from gateway.state.store import StateStore
+from gateway.upstream.connector import Upstream, UpstreamReply
+
+
+@dataclass
+class UpstreamHealth:
+    """What this replica last saw of one upstream server (for /admin and mcpgw_upstream_up)."""
+
+    up: bool | None = None
+    """None until the first exchange."""
+    last_ok: float | None = None
+    last_error: float | None = None
+    last_error_reason: str | None = None
+    errors: int = 0
+    reconnects: int = 0
+
+
+class ObservedUpstream:
+    """An `Upstream` that reports health, errors and reconnects, and opens the `mcpgw.upstream` span."""
+
+    def __init__(self, inner: Upstream, metrics: GatewayMetrics) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.metrics = metrics
+        self.health = UpstreamHealth()
+
+    async def start(self) -> None:
+        await self.inner.start()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def post(
+        self, body: bytes, *, session_id: str | None, protocol_version: str | None,
+        headers: Mapping[str, str] | None = None,
+    ) -> AbstractAsyncContextManager[UpstreamReply]:
+        return self._observe("post", self.inner.post(
+            body, session_id=session_id, protocol_version=protocol_version, headers=headers))
+
+    def open_stream(
+        self, *, session_id: str, protocol_version: str | None, last_event_id: str | None = None
+    ) -> AbstractAsyncContextManager[UpstreamReply]:
+        if last_event_id is not None:
+            self._reconnected()
+        return self._observe("stream", self.inner.open_stream(
+            session_id=session_id, protocol_version=protocol_version, last_event_id=last_event_id))
+
+    async def end_session(self, *, session_id: str, protocol_version: str | None) -> None:
+        try:
+            await self.inner.end_session(session_id=session_id, protocol_version=protocol_version)
+        except UpstreamFailure as exc:
+            self._failed("delete", exc)
+            raise
+        self._ok()
+
+    @asynccontextmanager
+    async def _observe(
+        self, op: str, inner: AbstractAsyncContextManager[UpstreamReply]
+    ) -> AsyncIterator[UpstreamReply]:
+        with tracing.span("mcpgw.upstream", server=self.name, op=op):
+            entered = False
+            try:
+                async with inner as reply:
+                    entered = True
+                    self._ok()
+                    tracing.annotate(status=reply.status, streaming=reply.streaming)
+                    try:
+                        yield reply
+                    finally:
+                        for _ in range(reply.resumed):
+                            self._reconnected()
+            except UpstreamFailure as exc:
+                self._failed(op if not entered else f"{op}_stream", exc)
+                raise
+
+    def _ok(self) -> None:
+        self.health.up, self.health.last_ok = True, time.time()
+        self.metrics.upstream_up.labels(self.name).set(1)
+
+    def _failed(self, op: str, exc: UpstreamFailure) -> None:
+        self.health.up, self.health.last_error = False, time.time()
+        self.health.last_error_reason = exc.message
+        self.health.errors += 1
+        self.metrics.upstream_up.labels(self.name).set(0)
+        self.metrics.upstream_errors.labels(self.name, op).inc()
+
+    def _reconnected(self) -> None:
+        self.health.reconnects += 1
+        self.metrics.upstream_reconnects.labels(self.name).inc()
+
+
+# The `op` label: one of the store's operations (a fixed set), or "rate_limit".
+STATE_OPS = frozenset(n for n in dir(StateStore) if not n.startswith("_")) | {"rate_limit"}
+
+
+def state_op_label(op: str) -> str:
+    return op if op in STATE_OPS else "other"
+
+
+def observe_state(store: StateStore, metrics: GatewayMetrics) -> StateStore:
+    """The store with every coroutine method timed (`mcpgw_state_operation_seconds`) and its failures counted."""
+    return cast(StateStore, _ObservedStore(store, metrics))
+
+
+class _ObservedStore:
+    def __init__(self, inner: StateStore, metrics: GatewayMetrics) -> None:
+        self._inner = inner
+        self._metrics = metrics
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not callable(attr) or name in ("subscribe", "close") or name.startswith("_"):
+            return attr
+        import inspect
+
+        if not inspect.iscoroutinefunction(attr):
+            return attr
+        wrapped = _timed(attr, state_op_label(name), self._metrics)
+        self.__dict__[name] = wrapped  # later lookups skip __getattr__
+        return wrapped
+
+
+def _timed(call: Callable[..., Awaitable[Any]], op: str, metrics: GatewayMetrics) -> Callable[..., Awaitable[Any]]:
+    seconds = metrics.state_seconds.labels(op)
+    errors = metrics.state_errors.labels(op)
+
+    @functools.wraps(call)
+    async def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await call(*args, **kwargs)
+        except StateUnavailable:
+            errors.inc()
+            raise
+        finally:
+            seconds.observe(time.perf_counter() - started)
+
+    return timed
+
+
+class ObservedRateLimiter:
+    """A `RateLimiter` that counts hits (refusals) by server and scope, and times checks as state operations."""
+
+    def __init__(self, inner: RateLimiter, metrics: GatewayMetrics) -> None:
+        self._inner = inner
+        self._metrics = metrics
+        self._hit = _timed(inner.hit, "rate_limit", metrics)
+
+    async def hit(self, spec: str, *key: str) -> RateVerdict:
+        verdict: RateVerdict = await self._hit(spec, *key)
+        if not verdict.allowed and len(key) >= 2:
+            scope = "user" if key[0] == "user" else "server"
+            self._metrics.rate_limited.labels(key[1], scope).inc()
+        return verdict
+
+    async def check_ready(self) -> None:
+        await self._inner.check_ready()
+
+    async def close(self) -> None:
+        await self._inner.close()

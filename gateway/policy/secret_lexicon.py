@@ -1,0 +1,927 @@
+"""The multilingual secret lexicon and the one-pass matcher over it.
+
+Data: one JSON file per language under `gateway/policy/data/lexicon/`, each with
+
+- `families`: secret nouns per family (password, pin, otp, api_key, ...);
+- `ask_by_description`: phrases that ask for a secret without naming it
+  ("the code we just texted you");
+- `benign_ask`: words that turn a mention into a question *about* a secret,
+  per class (`name`, `count`, `choose`, `confirm`, `describe`);
+- `benign_senses`: phrases where a secret noun has another sense
+  ("secret ingredient", "boarding pass");
+- optional `negation`: words that negate a clause ("never", "do not").
+
+Every phrase is folded with `normalize_text` and *squashed* (separators
+removed), and all of them go into one Aho-Corasick automaton. A text is folded
+and squashed the same way and scanned once; each hit is then checked against
+the text's word boundaries, so "mot de passe", "mot-de-passe", "MotDePasse",
+"p.a.s.s.w.o.r.d" and "pass word" all meet the same entry, while "compass
+wording" does not. Typos are caught with a symmetric-delete index on the
+longer single-word terms.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import unicodedata
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from itertools import accumulate
+from typing import Any, Final, NamedTuple
+
+import ahocorasick_rs
+
+from gateway.policy.text_normalization import CAMEL_MARK, camel_marked, normalize_text, undo_overrides
+
+__all__ = [
+    "DESCRIBED",
+    "FAMILY_CATEGORY",
+    "NUMERIC_CATEGORIES",
+    "Lexicon",
+    "TextScan",
+    "load_builtin_lexicon",
+    "squash",
+    "words_of",
+]
+
+# Families of the lexicon files, and the category a finding reports for each.
+FAMILY_CATEGORY: Final[Mapping[str, str]] = {
+    "password": "password", "passphrase": "passphrase", "pin": "pin", "puk": "pin", "otp": "otp",
+    "tan": "otp", "api_key": "api_key", "access_token": "token", "bearer_token": "token",
+    "refresh_token": "token", "token": "token", "private_key": "private_key", "ssh_key": "private_key",
+    "recovery_code": "recovery_code", "seed_phrase": "seed_phrase", "card_number": "payment_card",
+    "cvv": "cvv", "national_id": "national_id", "vault_key": "vault_key", "secret_generic": "secret",
+}
+DESCRIBED: Final = "described_secret"
+"""Category of an ask made by description ("the code we texted you")."""
+# Secrets often typed as a number: a number/integer field can receive them.
+NUMERIC_CATEGORIES: Final[frozenset[str]] = frozenset(
+    {"pin", "otp", "payment_card", "cvv", "national_id", "recovery_code", DESCRIBED}
+)
+
+# Entry kinds in the automaton.
+TERM, REVERSED, BENIGN, GOVERNOR, NEGATION, CUE, PHRASE, CONCEPT = range(8)
+
+# Characters kept inside a word: \w plus the vowel signs and marks of Indic and
+# South-East Asian scripts (Python's \w leaves them out).
+_MARK_BLOCKS: Final = (
+    "\u0900-\u0963\u0966-\u0dff\u0e00-\u0e4e\u0e50-\u0fff\u1000-\u109f\u1780-\u17ff\u1a00-\u1aff"
+    "\u1b00-\u1bff\u3099\u309a\u302a-\u302f\ua8e0-\ua8ff\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
+)
+_SEPARATORS: Final = re.compile(rf"[^\w{_MARK_BLOCKS}]+|_+")
+# Scripts written without spaces between words: every position is a word boundary.
+_UNSPACED_CHARS: Final = (
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u31f0-\u31ff\uff66-\uff9f"
+    "\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u0f00-\u0fff"
+)
+_UNSPACED: Final = re.compile(f"[{_UNSPACED_CHARS}]")
+_CLAUSES: Final = re.compile(r"(?<=[^\W_]{4})[.!?;:|,](?:\s+|$)|(?<=[^\W_]{2})[!?;:|,](?:\s+|$)|[。！？；，、\n]")
+_PARENS: Final = re.compile(r"[(（\[]([^()（）\[\]]*)[)）\]]")
+_LEET_WORD: Final = re.compile(r"(?=[\w@$!|]*[a-z])(?=[\w@$!|]*[0134578@$!|])(?<![\w@$!|])[\w@$!|]+")
+_LEET_FAST: Final = re.compile(r"[a-z][0134578@$!|]|[0134578@$!|][a-z]")
+_LEET: Final = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b",
+                              "@": "a", "$": "s", "!": "i", "|": "l"})
+_LEET_L: Final = str.maketrans({"1": "l"})
+
+_ATTACHED: Final = 2
+_SECRET_KINDS: Final = frozenset({TERM, REVERSED, PHRASE})
+_STRONG, _WEAK, _CONCEPTS_ONLY = 3, 2, 1
+_WORD_RUN: Final = re.compile(r"[^\W\d_]{3,}")
+_GOVERNOR_GAP: Final = 11
+_AFTER_GAP: Final = 3
+_CLAUSE_WIDE: Final = 40  # "why", "how many": their question covers the clause that follows
+"""How far (in squashed characters) a governor word may stand from the secret noun it governs."""
+_UNSPACED_GOVERNOR_GAP: Final = 8
+_TYPO_MIN: Final = 6
+_COMPACT_MIN: Final = 6
+
+
+_ASCII_SEPARATORS: Final = bytes(c for c in range(128) if not chr(c).isalnum())
+
+
+# ASCII bytes tables (C-speed translate + split instead of a regex pass): separators to spaces, and
+# separators and digits to spaces; letters to "L" and leetspeak characters to "D".
+_ASCII_SPACED: Final = bytes(c if chr(c).isalnum() else 32 for c in range(256))
+_ASCII_LETTERS_ONLY: Final = bytes(c if chr(c).isalpha() and c < 128 else 32 for c in range(256))
+_ASCII_LEET_CLASSES: Final = bytes(
+    ord("L") if chr(c).isalpha() and c < 128 else ord("D") if chr(c) in "0134578@$!|" else 32 for c in range(256))
+
+
+def split_words(folded: str) -> list[str]:
+    """The words of folded text, separators dropped (a fast path for ASCII text)."""
+    if folded.isascii():
+        return folded.encode("ascii").translate(_ASCII_SPACED).decode("ascii").split()
+    return [w for w in _SEPARATORS.split(folded) if w]
+
+
+def _letter_runs(folded: str) -> list[str]:
+    """Runs of three letters or more (the words a misspelling can hide in)."""
+    if folded.isascii():
+        return [w for w in folded.encode("ascii").translate(_ASCII_LETTERS_ONLY).decode("ascii").split()
+                if len(w) >= 3]
+    return _WORD_RUN.findall(folded)
+
+
+def _may_be_leet(folded: str) -> bool:
+    if folded.isascii():
+        classes = folded.encode("ascii").translate(_ASCII_LEET_CLASSES)
+        return b"LD" in classes or b"DL" in classes
+    return _LEET_FAST.search(folded) is not None
+
+
+def squash(folded: str) -> str:
+    """`folded` without its separators (what the automaton reads)."""
+    if folded.isascii():  # the common case, far cheaper than the regex
+        return folded.encode("ascii").translate(None, _ASCII_SEPARATORS).decode("ascii")
+    return _SEPARATORS.sub("", folded)
+
+
+class _Entry(NamedTuple):  # a NamedTuple: about 45 000 are built when the lexicon loads
+    kind: int
+    label: str  # category for TERM/REVERSED, class for GOVERNOR, phrase id for CUE
+    length: int
+    internal: frozenset[int]  # word breaks inside the phrase (squashed offsets)
+    stem: bool  # may continue inside the word ("passwort*", inflections)
+    infix: bool  # may start inside a word (compounds, identifiers)
+    unspaced: bool
+    weak: bool = False  # a short acronym that is also an ordinary word somewhere ("tan", "sin", "dni")
+    short_word: bool = False  # a phrase with a word of one or two letters ("o PIN"): its breaks must show
+    exact: str | None = None  # written form required in the text (diacritics kept), if any
+
+
+@dataclass(frozen=True, slots=True)
+class TextScan:
+    """What one text says about secrets."""
+
+    asked: frozenset[str] = frozenset()
+    """Categories the text names as the thing to give."""
+    about: frozenset[str] = frozenset()
+    """Categories it only talks about (named with a governor, negated, or in another sense)."""
+    governed: bool = False
+    """The text carries a governor word (name, count, choose, confirm, describe), secret or not."""
+    sense: frozenset[str] = frozenset()
+    """Categories whose word the text uses in another sense ("secret ingredient", "Hasło reklamowe")."""
+
+
+NOTHING: Final = TextScan()
+_GOVERNED: Final = TextScan(governed=True)
+
+
+@dataclass
+class _Builder:
+    entries: dict[str, list[_Entry]] = field(default_factory=dict)
+    typo_terms: dict[str, str] = field(default_factory=dict)  # squashed single word -> category
+    known_words: set[str] = field(default_factory=set)
+    term_words: set[str] = field(default_factory=set)  # words of secret nouns, targets of spelling fixes
+    cues: dict[str, tuple[str, ...]] = field(default_factory=dict)  # phrase id -> cue words
+
+    def _acronyms(self, phrase: str, label: str) -> None:
+        """"tu DNI", "número de DNI": the capitalised acronym of a phrase is a (weak) term on its own."""
+        if phrase == phrase.lower():
+            return
+        raw = [w for w in _PHRASE_WORDS.split(phrase) if w]
+        caps = [w for w in raw if 2 <= len(w) <= 6 and w.isupper() and w.isalpha()]
+        if len(caps) != 1 or len(raw) < 2 or caps[0].casefold() in _NOT_SECRET_ACRONYMS:
+            return
+        rest = [normalize_text(w) for w in raw if w != caps[0]]
+        if all(len(w) <= 3 or w in _NUMBER_WORDS for w in rest):
+            self.add(caps[0], TERM, label)
+
+    def add(self, phrase: str, kind: int, label: str, min_len: int = 1) -> None:
+        inner = _INNER_STAR.search(phrase) if "*" in phrase else None
+        if inner is not None:
+            # An inflected word inside a phrase ("парольн* фраз*"): its common endings.
+            for ending in _INFLECTIONS:
+                self.add(phrase[:inner.start()] + ending + phrase[inner.end():], kind, label, min_len)
+            return
+        exact = None
+        if phrase.startswith("="):
+            # "=parolă": only as written, diacritics included (its folded form is a word elsewhere).
+            phrase = phrase[1:]
+            exact = unicodedata.normalize("NFC", phrase.strip("*~ ")).casefold()
+        stem = phrase.endswith("*")
+        infix = phrase.startswith(("~", "*"))
+        folded = normalize_text(phrase.strip("*~ "))
+        words = split_words(folded)
+        key = "".join(words)
+        if len(key) < min_len or not key:
+            return
+        internal = frozenset(list(accumulate(len(w) for w in words))[:-1]) if len(words) > 1 else _NO_BREAKS
+        unspaced = not key.isascii() and _UNSPACED.search(key) is not None
+        if not key.isascii() and _HANGUL_WORD.fullmatch(words[-1]):
+            stem = True  # Korean particles attach to the noun ("비밀번호를")
+        entry = _Entry(kind, label, len(key), internal, stem, infix, unspaced,
+                       kind == TERM and len(key) <= 4 and key.isascii() and key.isalpha() and key not in _STRONG_SHORT,
+                       len(words) > 1 and not unspaced and any(len(w) <= 2 for w in words), exact)
+        if kind == TERM and exact is None:
+            self._acronyms(phrase, label)
+        known = self.entries.setdefault(key, [])
+        if entry not in known:  # the same word in several languages is one entry
+            known.append(entry)
+        for word in words:
+            self.known_words.add(word)
+        if kind == TERM and len(words) == 1 and len(key) >= _TYPO_MIN and key.isalpha() and not unspaced:
+            self.typo_terms.setdefault(key, label)
+        if kind == TERM and not unspaced:
+            for word in words:
+                if len(word) >= 4 and word.isalpha():
+                    self.term_words.add(word)
+        if kind == TERM and len(key) >= 5 and key.isascii() and key.isalpha():
+            reversed_entry = _Entry(REVERSED, label, len(key), frozenset(), False, False, False)
+            known = self.entries.setdefault(key[::-1], [])
+            if reversed_entry not in known:
+                known.append(reversed_entry)
+
+
+# Endings tried for a word marked "*" inside a phrase (Slavic, Baltic, Romance, Germanic cases).
+_INFLECTIONS: Final = (
+    "", "a", "e", "i", "o", "u", "y", "s", "es", "en", "er", "n", "ы", "й", "ый", "ой", "ий", "ая", "яя", "ое",
+    "ее", "ые", "ие", "ого", "его", "ую", "юю", "ом", "ем", "ым", "им", "у", "ю", "а", "я", "и", "е", "ов", "ей",
+    "ам", "ами", "ах", "ę", "ą", "ów", "ego", "ej", "em", "ie", "om", "ami", "ach", "ą", "ых", "их", "ої", "ий",
+)
+# Words that ask for input; a drafted governor list that borrows one of them ("type") is not followed.
+_ASK_VERBS: Final = frozenset({"type", "enter", "input", "provide", "write", "fill", "paste", "give", "send", "share",
+                               "submit", "key in", "tell"})
+# Short secret words that mean nothing else in the covered languages; other short ASCII terms are
+# acronyms that are also ordinary words ("tan", "sin", "nie", "dni") and count only when written in
+# capitals or standing as a label of their own.
+_STRONG_SHORT: Final = frozenset({"pin", "pins", "puk", "otp", "otps", "cvv", "cvc", "pwd", "pw", "totp", "hotp", "jwt",
+                                  "ssn", "psw", "mdp", "mfa", "passw", "pswd", "pword", "mpin", "tpin", "itan",
+                                  "mtan", "cvn", "csc", "nric", "cpf", "aadhaar", "ppsn", "nino", "hkid", "xprv",
+                                  "ghp", "xoxb", "bsn", "curp", "nir", "cnic", "npwp", "svnr", "idnr", "pesel"})
+# Ordinary words never "corrected" into a secret noun, on top of every word of the lexicon files.
+_COMMON_WORDS: Final = frozenset(
+    "the to you your we a an of and in on for is it please enter type here this that with from at by be are "
+    "was have has not no yes our us my me its as or if so do can will all any new old one two three four five "
+    "six seven eight nine ten hello world name email phone address city state country date time first last "
+    "full user users login logout sign account number code value field form data text note notes comment "
+    "message title label description details booking order ticket guest guests seat seating plan option "
+    "options choice select submit confirm cancel save update delete remove passport pasta paste passage "
+    "passer passed passes person personal post posted poster secretary secrets pinned pinning tokens token "
+    "keyword keywords keyboard monkey donkey turkey hockey jockey honey money".split())
+_NUMBER_ABBREVIATIONS: Final = (
+    ("nr", ("nummer", "number", "numer")), ("no", ("number", "numero", "nummer")),
+    ("num", ("number", "numero", "nummer")), ("nro", ("numero",)),
+)
+_ABBREVIATED_CATEGORIES: Final = frozenset({"password", "token", "secret", "passphrase", "api_key", "seed_phrase"})
+_VOWELS: Final = frozenset("aeiouy")
+# Secrets a service issues: "create an API key" is about the key it will make, not one the user gives.
+_ISSUED: Final = frozenset({"api_key", "token", "recovery_code", "vault_key", "secret"})
+_NO_BREAKS: Final[frozenset[int]] = frozenset()
+_INNER_STAR: Final = re.compile(r"\*(?=[\s\-'’]+\S)")
+_PHRASE_WORDS: Final = re.compile(r"[\s/().,'’\-]+")
+_HANGUL_WORD: Final = re.compile("[\uac00-\ud7af]+")
+_NOT_SECRET_ACRONYMS: Final = frozenset({"sms", "atm", "id", "api", "sim", "iban", "pdf", "url", "app", "usb", "qr",
+                                         "ssh", "pgp", "gpg", "rsa", "pem", "csr", "cli", "ci", "ip", "dns", "vpn",
+                                         "pc", "tv", "nfc", "emv", "kyc", "upi", "bic", "swift", "eu", "uk", "us",
+                                         "wifi", "wlan", "nr", "no", "nº", "otp", "pin", "tan"})
+_NUMBER_WORDS: Final = frozenset({"number", "numero", "nummer", "numer", "cislo", "szam", "numar", "numri", "no",
+                                  "nr", "nº", "n", "num", "nombor", "nomor", "code", "codigo", "kod", "kode"})
+_CUE_STOP: Final = frozenset(
+    "your you the that this what with from have when into which code codes number were there they them "
+    "their will would should could please enter type here just also then than been just only more".split())
+
+
+def _cue_stem(word: str) -> str:
+    """A cue word without its last letters, so that other inflections still meet it."""
+    return word[:-2] if len(word) >= 8 else word[:-1] if len(word) >= 6 else word
+
+
+def _cue_words(phrase: str) -> tuple[str, ...]:
+    folded = normalize_text(phrase)
+    words = [w for w in _SEPARATORS.split(folded) if len(w) >= 4 and w not in _CUE_STOP and not w.isdigit()]
+    words.sort(key=len, reverse=True)
+    return tuple(dict.fromkeys(words[:3]))
+
+
+class Lexicon:
+    """All languages' phrases in one automaton; `scan` reads one text."""
+
+    def __init__(self, languages: Iterable[Mapping[str, Any]], extra_terms: Iterable[str] = (),
+                 concepts: Mapping[str, Any] | None = None) -> None:
+        b = _Builder()
+        self.languages: tuple[str, ...] = ()
+        langs = []
+        governor_langs: dict[str, set[str]] = {}
+        lang_words: dict[str, set[str]] = {}
+        for data in languages:
+            lang = str(data.get("lang", "?"))
+            langs.append(lang)
+            words_here = lang_words.setdefault(lang, set())
+            texts = [*data.get("ask_by_description", ()), *(t for ts in data.get("families", {}).values() for t in ts)]
+            for text in texts:
+                words_here.update(w for w in _SEPARATORS.split(normalize_text(str(text).strip("*~="))) if w)
+            for words in data.get("benign_ask", {}).values():
+                for word in words:
+                    key = squash(normalize_text(word))
+                    if " " not in word.strip():
+                        governor_langs.setdefault(key, set()).add(lang)
+            for family, terms in data.get("families", {}).items():
+                category = FAMILY_CATEGORY.get(family, "secret")
+                for term in terms:
+                    b.add(term, TERM, category)
+            for i, phrase in enumerate(data.get("ask_by_description", ())):
+                pid = f"{lang}:{i}"
+                if _UNSPACED.search(normalize_text(phrase)) or " " not in phrase.strip():
+                    b.add(phrase, PHRASE, DESCRIBED, min_len=3)
+                    continue
+                cues = _cue_words(phrase)
+                if len(cues) >= 3:  # two common words alone ("điện thoại": phone) say too little
+                    b.cues[pid] = cues
+                    b.cues[pid] = tuple(_cue_stem(c) for c in cues)
+                    for cue in b.cues[pid]:
+                        b.add(cue + "*", CUE, pid, min_len=4)
+                else:
+                    b.add(phrase, PHRASE, DESCRIBED, min_len=3)
+            for cls, words in data.get("benign_ask", {}).items():
+                if cls == "confirm":
+                    # "Did you ...?", "is your ..." questions take yes or no: booleans and enums, which
+                    # never receive a secret anyway. In a free-text field they also precede real asks
+                    # ("Have you got the code? Type it here"), so they do not govern.
+                    continue
+                for word in words:
+                    if normalize_text(word).strip() not in _ASK_VERBS:
+                        # One Hangul syllable is a word ("왜": why, "몇": how many); one Latin letter is not.
+                        b.add(word, GOVERNOR, cls, min_len=1 if _HANGUL_WORD.fullmatch(word.strip()) else 2)
+            for phrase in data.get("benign_senses", ()):
+                b.add(phrase, BENIGN, "benign", min_len=3)
+            for word in data.get("negation", ()):
+                b.add(word, NEGATION, "negation", min_len=2)
+        for term in extra_terms:
+            if isinstance(term, str) and term.strip():
+                b.add(term, TERM, "custom")
+        self._rules: tuple[tuple[str, tuple[frozenset[str], ...], frozenset[str]], ...] = ()
+        if concepts:
+            for name, words in concepts.get("concepts", {}).items():
+                for word in words:
+                    b.add(word, CONCEPT, name, min_len=2)
+            self._rules = tuple(
+                (str(rule["category"]), tuple(frozenset(alt) for alt in rule["all"]), frozenset(rule.get("none", ())))
+                for rule in concepts.get("rules", ()))
+        self.languages = tuple(langs)
+        # A governor word that is an ordinary word of another language ("ile": how many in Polish, with in
+        # Turkish) governs only the noun right next to it.
+        word_langs: dict[str, set[str]] = {}
+        for lang, words in lang_words.items():
+            for word in words:
+                word_langs.setdefault(word, set()).add(lang)
+        weak_governors = {key for key, owners in governor_langs.items() if word_langs.get(key, owners) - owners}
+        for key in weak_governors:
+            if key in b.entries:
+                b.entries[key] = [e if e.kind != GOVERNOR else e._replace(weak=True) for e in b.entries[key]]
+        payloads: dict[str, tuple[Any, ...]] = {}
+        concept_bits: dict[str, int] = {}
+        term_keys = {k for k, es in b.entries.items() if any(e.kind == TERM and e.exact is None for e in es)}
+        for key, entries in b.entries.items():
+            if key in term_keys:
+                # A phrase that is a secret noun somewhere stays one: its other senses are told
+                # apart by context (governors, postal words), not by dropping it.
+                entries = [e for e in entries if e.kind not in (BENIGN, GOVERNOR)]
+            # The flag says whether the key can name a secret at all (most hits in ordinary text cannot).
+            # How much a hit on this key can matter: most keys found in ordinary text name nothing secret.
+            # Concepts count only together (a rule needs two or more): the pre-check tests the rules itself.
+            strong = any(e.kind in _SECRET_KINDS and not e.weak for e in entries)
+            weak = any(e.kind == TERM and e.weak for e in entries)
+            concept = any(e.kind in (CONCEPT, CUE) for e in entries)
+            flag = _STRONG if strong else _WEAK if weak else _CONCEPTS_ONLY if concept else 0
+            backwards = any(e.kind in (TERM, PHRASE) and e.length >= 5 and not e.weak for e in entries)
+            labels = 0  # the concepts of the key, one bit each (the pre-check tests rules on bits)
+            for e in entries:
+                if e.kind == CONCEPT:
+                    labels |= concept_bits.setdefault(e.label, 1 << len(concept_bits))
+            cue_phrases = tuple(e.label for e in entries if e.kind == CUE)
+            payloads[key] = (flag, tuple(entries), backwards, labels, cue_phrases, key)
+        # One automaton of every key (ahocorasick-rs: measured faster here than pyahocorasick, and a third
+        # of its memory); hits come back as indexes into the payload list.
+        self._payload_of = payloads
+        self._payload_list: list[tuple[Any, ...]] = list(payloads.values())
+        self._matcher = ahocorasick_rs.AhoCorasick(list(payloads) or ["\x00"])
+        self._rule_masks = tuple(
+            tuple(sum(concept_bits.get(c, 0) for c in alt) for alt in needs) for _, needs, _ in self._rules)
+        # Every rule needs one of its rarer concepts: without any of them, no rule can fire.
+        self._anchor_mask = 0
+        for masks in self._rule_masks:
+            self._anchor_mask |= min(masks, key=lambda m: (bin(m).count("1"), m)) if masks else 0
+        # The pre-check reads with ahocorasick-rs, several times faster on text that holds nothing:
+        # one automaton of the keys that always need the full scan, one of the keys that may.
+        strong_keys, soft_keys, soft_payloads, backwards_keys = [], [], [], []
+        for key, payload in payloads.items():
+            flag, entries, backwards, labels, _, _ = payload
+            if flag == _STRONG:
+                strong_keys.append(key)
+            elif flag:
+                soft_keys.append(key)
+                soft_payloads.append(payload)
+            if backwards:
+                backwards_keys.append(key)
+        self._soft_payloads: list[Any] = soft_payloads
+        # All three in one automaton for the form-level pre-check (backwards keys reversed: a reversed key
+        # in the text is the key in the text read backwards): one pass instead of three.
+        self._fast_all = ahocorasick_rs.AhoCorasick(
+            [*strong_keys, *soft_keys, *(k[::-1] for k in backwards_keys)] or ["\x00"])
+        self._fast_soft_from = len(strong_keys)
+        self._fast_backwards_from = len(strong_keys) + len(soft_keys)
+        self._cues = b.cues
+        self._typo_terms = b.typo_terms
+        self._typo_term_set = frozenset(b.typo_terms)
+        self._known = frozenset(b.known_words | _COMMON_WORDS)
+        self._term_words = frozenset(b.term_words)
+        word_deletes: dict[str, str] = {}
+        for word in sorted(b.term_words):
+            for i in range(len(word)):
+                word_deletes.setdefault(word[:i] + word[i + 1:], word)
+        self._word_deletes = word_deletes
+        self._word_edges = frozenset(w[:2] for w in b.term_words) | frozenset(w[-2:] for w in b.term_words)
+        self._abbreviable = tuple(sorted(
+            (k, c) for k, c in b.typo_terms.items() if k.isascii() and c in _ABBREVIATED_CATEGORIES))
+        self._correction_cache: dict[str, str | None] = {}
+
+    # -- public --------------------------------------------------------------
+
+    def term_category(self, squashed_word: str) -> str | None:
+        """Category of a whole squashed word, if it is a term (used to rejoin split words)."""
+        for word in dict.fromkeys((squashed_word, squashed_word.translate(_LEET))):
+            payload = self._payload_of.get(word)
+            if payload:
+                for entry in payload[1]:
+                    if entry.kind == TERM and not entry.weak and entry.exact is None:
+                        return str(entry.label)
+        return None
+
+    def may_name_secret(self, text: str) -> bool:
+        """False when no part of `text` can name a secret: no phrase, no misspelt term, no leetspeak,
+        nothing reversed. A cheap pre-check over all of a form's texts joined; a True needs the full
+        `scan` per text."""
+        folded = normalize_text(text)
+        if _may_be_leet(folded):
+            return True
+        squashed = squash(folded)
+        soft_from, backwards_from = self._fast_soft_from, self._fast_backwards_from
+        payloads = self._soft_payloads
+        hits = []
+        backwards = False
+        for index, _, end in self._fast_all.find_matches_as_indexes(squashed, overlapping=True):
+            if index < soft_from:
+                return True
+            if index < backwards_from:
+                hits.append((end - 1, payloads[index - soft_from]))
+            else:
+                backwards = True
+        return self._needs_scan(folded, squashed, hits, True, backwards)
+
+    def _hits(self, squashed: str) -> list[tuple[int, Any]]:
+        """(index of the last character, payload) of every key in `squashed`, overlapping ones too."""
+        payloads = self._payload_list
+        return [(end - 1, payloads[index])
+                for index, _, end in self._matcher.find_matches_as_indexes(squashed, overlapping=True)]
+
+    def _reads_backwards(self, squashed: str) -> bool:
+        """Whether a secret noun of five letters or more shows in `squashed` read backwards."""
+        return any(index >= self._fast_backwards_from
+                   for index, _, _ in self._fast_all.find_matches_as_indexes(squashed, overlapping=True))
+
+    def _rule_fires(self, concepts: int) -> bool:
+        """Whether some rule has all its concepts (bits; blockers are left to the full scan, text by text)."""
+        return any(all(alt & concepts for alt in needs) for needs in self._rule_masks)
+
+    def _needs_scan(self, folded: str, squashed: str, hits: list[tuple[int, Any]], label: bool,
+                    backwards: bool | None = None) -> bool:
+        bounds: set[int] | None = None
+        concepts = 0
+        cues: dict[str, set[str]] | None = None
+        for last, (flag, entries, _, labels, cue_phrases, key) in hits:
+            if flag == _STRONG:
+                return True
+            concepts |= labels
+            if cue_phrases:
+                if cues is None:
+                    cues = {}
+                for pid in cue_phrases:
+                    cues.setdefault(pid, set()).add(key)
+            if flag == _WEAK:
+                # A short acronym ("tin", "ni") is inside many words; only a whole word can be one.
+                if bounds is None:
+                    bounds = {0, *accumulate(map(len, split_words(folded)))}
+                if last + 1 in bounds and last + 1 - entries[0].length in bounds:
+                    return True
+        if concepts & self._anchor_mask and self._rule_fires(concepts):
+            return True  # a description of a secret, loosely spread ("six digits, which we sent you")
+        if cues is not None and any(len(keys) >= len(self._cues[pid]) for pid, keys in cues.items()
+                                    if len(keys) > 1):
+            return True  # a drafted description, by its telling words
+        if backwards if backwards is not None else self._reads_backwards(squashed):
+            return True  # perhaps written backwards (the full scan decides)
+        unknown = set(_letter_runs(folded)) - self._known
+        return any(self._correct(word, label) is not None for word in unknown)
+
+    @functools.lru_cache(maxsize=16384)  # noqa: B019 - one Lexicon per policy, kept for the process
+    def scan(self, text: str, prose: bool) -> TextScan:
+        """Categories `text` asks for and those it only mentions. Never raises on str input."""
+        folded = normalize_text(camel_marked(text))
+        readings = [folded]
+        if _may_be_leet(folded):
+            leet = _LEET_WORD.sub(lambda m: m.group(0).translate(_LEET), folded)
+            if leet != folded:
+                readings.append(leet)
+            if "1" in folded:
+                readings.append(_LEET_WORD.sub(lambda m: m.group(0).translate(_LEET_L).translate(_LEET), folded))
+        else:
+            squashed = squash(folded)
+            hits = self._hits(squashed)
+            if not self._needs_scan(folded, squashed, hits, not prose):
+                # The common case: nothing in the text can name a secret.
+                return _GOVERNED if self._whole_governor(folded, hits) else NOTHING
+        backwards = self._backwards(folded.replace(CAMEL_MARK, "") if CAMEL_MARK in folded else folded)
+        if backwards is not None:
+            readings.append(backwards)
+        corrected = self._corrected(folded, not prose)
+        if corrected is not None:
+            readings.append(corrected)
+        original = undo_overrides(text)
+        asked: set[str] = set()
+        about: set[str] = set()
+        governed = False
+        concepts: set[str] = set()
+        sense: set[str] = set()
+        plain_about: set[str] = set()
+        for number, reading in enumerate(readings):
+            # A parenthesis annotates what stands before it: read on its own, and the rest without it.
+            clauses = _CLAUSES.split(_PARENS.sub(" ", reading)) if "(" in reading or "（" in reading else \
+                _CLAUSES.split(reading)
+            clauses += _PARENS.findall(reading)
+            found: set[str] = set()
+            for clause in clauses:
+                if clause:
+                    governed |= self._scan_clause(clause, prose, found, about, original, concepts, sense)
+            if number == 0:
+                plain_about = set(about)
+                asked |= found
+            else:
+                # Another reading (leetspeak undone, backwards, spelled right) adds asks, but never undoes a
+                # mention the text as written makes ("Название ключа API": "з" folds to "3", not leet).
+                asked |= found - plain_about
+        if concepts:
+            # A description spread over clauses: "Six digits, which we just sent you by SMS".
+            for category, needs, blockers in self._rules:
+                if all(not alt.isdisjoint(concepts) for alt in needs) and blockers.isdisjoint(concepts) \
+                        and category not in about:
+                    asked.add(category)
+        if asked or about or governed:
+            return TextScan(frozenset(asked), frozenset(about - asked), governed, frozenset(sense))
+        return NOTHING
+
+    @staticmethod
+    def _whole_governor(folded: str, hits: list[tuple[int, Any]]) -> bool:
+        """Whether a strong governor stands as whole words in the text (one that names, counts, chooses)."""
+        bounds: list[int] | None = None
+        for last, (_, entries, *_) in hits:
+            for entry in entries:
+                if entry.kind == GOVERNOR and not entry.weak and entry.label != "choose":
+                    if bounds is None:
+                        bounds = [0, *accumulate(map(len, split_words(folded)))]
+                    end = last + 1
+                    index = bisect_right(bounds, end - 1)
+                    rest = bounds[index] - end if index < len(bounds) else 0
+                    if end - entry.length in bounds and (rest == 0 or (entry.length >= 5 and rest <= 2)):
+                        return True
+        return False
+
+    def _backwards(self, folded: str) -> str | None:
+        """The text read backwards, when that reads as words and the text as written does not."""
+        words = _letter_runs(folded)
+        if not words:
+            return None
+        known = self._known
+        forward = sum(w in known for w in words)
+        backward = sum(w[::-1] in known for w in words)
+        if (backward >= 2 and backward > 2 * forward) or (len(words) == 1 and backward and not forward
+                                                           and len(words[0]) >= 4):
+            return folded[::-1]
+        if _UNSPACED.search(folded) and not forward:
+            # Scripts without spaces have no words to count: reversed if a secret noun reads backwards.
+            squashed = squash(folded)
+            if self._reads_backwards(squashed) and not any(
+                    index < self._fast_soft_from
+                    for index, _, _ in self._fast_all.find_matches_as_indexes(squashed, overlapping=True)):
+                return folded[::-1]
+        return None
+
+    def _corrected(self, folded: str, label: bool) -> str | None:
+        """The text with misspelt or abbreviated words of secret nouns put right ("pasword", "pswd")."""
+        changed = False
+        out = []
+        for word in _SEPARATORS.split(folded):
+            fix = self._correct(word, label) if word else None
+            if fix is not None:
+                changed = True
+                out.append(fix)
+            else:
+                out.append(word)
+        if label and not changed:
+            # A label misspelt across its words ("mot de pass"): the whole label against every term.
+            squashed = _SEPARATORS.sub("", folded)
+            fix = self._correct(squashed, label) if len(squashed) >= _TYPO_MIN else None
+            if fix is not None:
+                return fix
+        return " ".join(out) if changed else None
+
+    def _correct(self, word: str, label: bool) -> str | None:
+        """The lexicon word `word` misspells or abbreviates, if any (labels only get the bolder fixes)."""
+        key = word if label else "\x00" + word
+        cache = self._correction_cache
+        if key in cache:
+            return cache[key]
+        result = None
+        if word not in self._known and word.isalpha():
+            size = len(word)
+            if size >= _TYPO_MIN or (label and size >= 4 and not word.isascii()):
+                result = self._near_word(word, label)
+            elif label and (size >= 4 or not word.isascii()):
+                # Short words: only two letters swapped ("sneha", "crad"); one letter more or less
+                # turns too many ordinary short words into secret nouns.
+                result = self._near_word(word, label, swaps_only=True)
+            if result is None and label and 3 <= size <= 6 and word.isascii() and _VOWELS.isdisjoint(word):
+                result = self._expand_abbreviation(word)
+            if result is None and label and size > 4:
+                # A compound with its "number" cut short: "Ausweisnr", "passportno", "cardnum".
+                for short, full in _NUMBER_ABBREVIATIONS:
+                    if word.endswith(short):
+                        stem = word[: -len(short)]
+                        for ending in full:
+                            payload = self._payload_of.get(stem + ending)
+                            if payload is not None and any(e.kind == TERM for e in payload[1]):
+                                result = stem + ending
+                                break
+                    if result is not None:
+                        break
+        if len(cache) > 50000:
+            cache.clear()
+        cache[key] = result
+        return result
+
+    def _near_word(self, word: str, label: bool, swaps_only: bool = False) -> str | None:
+        if not (word[:2] in self._word_edges or word[-2:] in self._word_edges):
+            return None
+        targets = self._term_words if label else self._typo_term_set
+        deletes = self._word_deletes
+        if swaps_only:
+            for i in range(len(word) - 1):
+                swapped = word[:i] + word[i + 1] + word[i] + word[i + 2:]
+                if swapped in targets:
+                    return swapped
+            return None
+        near = deletes.get(word)  # one letter missing
+        if near is not None and near in targets:
+            return near
+        for i in range(len(word)):
+            cut = word[:i] + word[i + 1:]
+            if cut in targets:  # one letter too many
+                return cut
+            near = deletes.get(cut)  # one letter changed, or two swapped
+            if near is not None and near in targets and near[0] in (word[0], word[1]):
+                return near
+        return None
+
+    def _expand_abbreviation(self, word: str) -> str | None:
+        """A vowel-less abbreviation ("pswd", "tkn") of a secret noun: its letters in order, same first
+        and last consonant, at least half of the noun's consonants."""
+        for term, _ in self._abbreviable:
+            if term[0] != word[0]:
+                continue
+            consonants = [c for c in term if c not in _VOWELS]
+            if word[-1] != consonants[-1] or 2 * len(word) < len(set(consonants)):
+                continue
+            rest = iter(term)
+            if all(c in rest for c in word):
+                return term
+        return None
+
+    def explain(self, text: str) -> list[tuple[str, str, str]]:
+        """Debugging aid for lexicon work: (matched key, kind, label) of every raw hit in `text`."""
+        kinds = ("term", "reversed", "benign", "governor", "negation", "cue", "phrase", "concept")
+        squashed = squash(normalize_text(camel_marked(text)).replace(CAMEL_MARK, ""))
+        return [(squashed[end + 1 - e.length:end + 1], kinds[e.kind], e.label)
+                for end, (_, entries, *_) in self._hits(squashed) for e in entries]
+
+    # -- internals -------------------------------------------------------------
+
+    def _scan_clause(self, clause: str, prose: bool, asked: set[str], about: set[str], original: str,
+                     concepts: set[str], sense: set[str]) -> bool:
+        hard = clause.replace(CAMEL_MARK, "") if CAMEL_MARK in clause else clause
+        squashed = _SEPARATORS.sub("", hard)
+        if not squashed:
+            return False
+        hits = self._hits(squashed)
+        if not any(payload[0] for _, payload in hits):
+            # Governor words alone only mark the text as being about names, counts, choices.
+            return self._whole_governor(hard, hits)
+        words = split_words(hard)
+        ends = list(accumulate(len(w) for w in words))
+        starts = [0, *ends[:-1]]
+        bounds = set(ends)
+        bounds.add(0)
+        soft: set[int] = set()
+        if hard is not clause:
+            soft = {0, *accumulate(map(len, split_words(clause)))}
+        unspaced = _UNSPACED.search(squashed) is not None
+        terms: list[tuple[int, int, str]] = []
+        spans: dict[int, list[tuple[int, int, str]]] = {}
+        attached: list[tuple[int, int, str, bool]] = []
+        governor_hits: list[tuple[int, int, str, bool]] = []
+        firm: set[tuple[int, int]] = set()
+        concept_spans: set[tuple[int, int]] = set()
+        for end_index, (_, entries, *_) in hits:
+            end = end_index + 1
+            for entry in entries:
+                start = end - entry.length
+                aligned = self._aligned(entry, start, end, squashed, bounds, soft, starts, ends, words, unspaced)
+                if not aligned:
+                    continue
+                if aligned is _ATTACHED:
+                    attached.append((start, end, entry.label, entry.weak))
+                    continue
+                if entry.kind == GOVERNOR:
+                    governor_hits.append((start, end, entry.label, entry.weak))
+                    continue
+                if entry.kind in (TERM, REVERSED):
+                    if entry.weak and not _acronym_shown(squashed[start:end], original):
+                        continue
+                    if entry.exact is not None:
+                        if entry.exact not in unicodedata.normalize("NFC", _INVISIBLE.sub("", original)).casefold():
+                            continue
+                        firm.add((start, end))  # written exactly so: no other sense applies
+                    terms.append((start, end, entry.label))
+                elif entry.kind == PHRASE:
+                    terms.append((start, end, DESCRIBED))
+                else:
+                    spans.setdefault(entry.kind, []).append((start, end, entry.label))
+        cue_hits = spans.get(CUE)
+        if cue_hits:
+            seen: dict[str, set[str]] = {}
+            for s, e, label in cue_hits:
+                seen.setdefault(label, set()).add(squashed[s:e])
+            for pid, keys in seen.items():
+                if keys >= set(self._cues.get(pid, ("\x00",))):
+                    own = [(s, e) for s, e, label in cue_hits if label == pid]
+                    terms.append((min(s for s, _ in own), max(e for _, e in own), DESCRIBED))
+        concept_hits = spans.get(CONCEPT)
+        if concept_hits:
+            present = {label for _, _, label in concept_hits}
+            concepts |= present
+            for category, needs, blockers in self._rules:
+                if not all(not alt.isdisjoint(present) for alt in needs):
+                    continue
+                used = [(cs, ce) for cs, ce, label in concept_hits if any(label in alt for alt in needs)]
+                # A blocker asks about something else only when it comes first ("Which email do you use
+                # to log in?"), not when it is a landmark ("what you type after your e-mail address").
+                if not any(label in blockers and cs < min(u for u, _ in used) for cs, _, label in concept_hits):
+                    span = (min(cs for cs, _ in used), max(ce for _, ce in used))
+                    concept_spans.add(span)
+                    terms.append((*span, category))
+        governors = governor_hits
+        if attached and terms:
+            term_ends = {e for _, e, _ in terms}
+            governors = governors + [g for g in attached if g[0] in term_ends]
+        if not terms:
+            return any(not weak and label != "choose" for _, _, label, weak in governors)
+        if len(terms) > 1:
+            # The longest noun wins: "client secret" is an API secret, not also a generic secret.
+            terms = [t for t in terms if not any(o[0] <= t[0] and t[1] <= o[1] and o[1] - o[0] > t[1] - t[0]
+                                                 and (o[0], o[1]) not in concept_spans for o in terms)]
+            # A noun listed both as a kind of secret and as a generic one is that kind.
+            terms = [t for t in terms if t[2] != "secret" or not any(
+                o[:2] == t[:2] and o[2] != "secret" for o in terms)]
+        if governors:
+            # A governor inside a secret noun is part of it ("time" in "one time code").
+            governors = [g for g in governors if not any(ts <= g[0] and g[1] <= te and (ts, te) != (g[0], g[1])
+                                                         for ts, te, _ in terms)]
+        benign = spans.get(BENIGN, ())
+        negations = spans.get(NEGATION, ()) if prose else ()
+        before_gap = _UNSPACED_GOVERNOR_GAP if unspaced else _GOVERNOR_GAP
+        after_gap = _UNSPACED_GOVERNOR_GAP if unspaced else _AFTER_GAP
+        for start, end, category in terms:
+            cover = [(bs, be) for bs, be, _ in benign if bs <= start and end <= be]
+            if (start, end) not in firm and cover:
+                about.add(category)
+                word_start = starts[bisect_right(starts, start) - 1]
+                word_end = ends[bisect_right(starts, end - 1) - 1]
+                if any(bs < word_start or be > word_end for bs, be in cover):
+                    sense.add(category)  # a phrase gives the word its other sense ("hasło reklamowe")
+                continue
+            described = (start, end) in concept_spans
+            if any(((ge <= start and start - ge <= (1 if weak else _CLAUSE_WIDE if label in ("describe", "count")
+                                                   else before_gap)) and label != "after")
+                   or ((end <= gs and gs - end <= (1 if weak else after_gap)) and label not in ("before", "issue"))
+                   or (gs < end and start < ge and label not in ("before", "after", "issue"))
+                   for gs, ge, label, weak in governors
+                   if not (described and label == "choose") and (label != "issue" or category in _ISSUED)):
+                about.add(category)
+                continue
+            if any(ne <= start for _, ne, _ in negations):
+                about.add(category)
+                continue
+            asked.add(category)
+        return any(not weak and label != "choose" for _, _, label, weak in governors)
+
+    @staticmethod
+    def _aligned(entry: _Entry, start: int, end: int, squashed: str, bounds: set[int], soft: set[int],
+                 starts: list[int], ends: list[int], words: list[str], unspaced: bool) -> bool | int:
+        length = len(squashed)
+        if entry.unspaced or unspaced:
+            left = start in bounds or start in soft or entry.unspaced or _UNSPACED.match(squashed, start) is not None \
+                or (start > 0 and _UNSPACED.match(squashed, start - 1) is not None) \
+                or (start > 0 and squashed[start - 1].isascii() != squashed[start].isascii())
+            right = end in bounds or end in soft or entry.unspaced or end == length \
+                or _UNSPACED.match(squashed, end - 1) is not None \
+                or (end < length and squashed[end].isascii() != squashed[end - 1].isascii())
+        else:
+            left = start in bounds or start in soft
+            right = end in bounds or end in soft
+        kind = entry.kind
+        if kind == REVERSED:
+            return left and right
+        if not left:
+            if kind == GOVERNOR and entry.length >= 4:
+                return _ATTACHED  # a suffix glued to a secret noun ("tokencount"): checked by the caller
+            if not (entry.infix or (kind == TERM and entry.length >= _COMPACT_MIN)):
+                return False
+        if kind == NEGATION and not (left and right):
+            return False
+        if not right:
+            index = bisect_right(ends, end)
+            rest = (ends[index] if index < len(ends) else length) - end
+            if kind == GOVERNOR:
+                if squashed[end:end + rest] not in ("s", "es") and (entry.length < 5 or rest > 2):
+                    return False  # "nume" (a name) is not inside "numero" or "numer"; "etiketi" is "etiket"
+            elif not (entry.stem or kind in (BENIGN, CUE)
+                      or (kind == TERM and entry.length >= _COMPACT_MIN)
+                      or (entry.length > 3 and rest <= 3)
+                      or (rest <= 2 and not squashed[start:end].isascii())
+                      or squashed[end:end + rest] in ("s", "es")):
+                return False
+        if entry.short_word and not all(start + b in bounds or start + b in soft for b in entry.internal):
+            return False  # "o PIN" is two words, never the inside of "opinion"
+        # Word breaks inside the hit: the phrase's own, spaced letters, or a split long word.
+        first = bisect_right(starts, start) - 1
+        last = bisect_right(starts, end - 1) - 1
+        if first == last or kind in (GOVERNOR, BENIGN, NEGATION):
+            return True
+        if not left:
+            return False
+        inner = {b - start for b in bounds if start < b < end}
+        if inner <= entry.internal:
+            return True
+        pieces = words[first:last + 1]
+        if all(len(p) <= 2 for p in pieces):
+            return True
+        return kind == TERM and entry.length >= _COMPACT_MIN and right and len(pieces) <= 4
+
+
+_INVISIBLE: Final = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
+
+
+def _acronym_shown(key: str, original: str) -> bool:
+    """A weak short term counts when written in capitals ("TAN", "DNI") or when it is the whole label."""
+    if re.search(rf"(?<![A-Za-z]){re.escape(key.upper())}(?![a-z])", _INVISIBLE.sub("", original)):
+        return True
+    words = [w for w in _SEPARATORS.split(_INVISIBLE.sub("", original).strip()) if w]
+    if len(key) == 2:
+        return len(words) == 1  # "ww", "mk": only as the whole label
+    return len(words) <= (2 if len(key) == 3 else 3)
+
+
+@functools.lru_cache(maxsize=16384)
+def words_of(text: str) -> tuple[str, ...]:
+    """The folded words of `text` (camelCase split), as the matcher sees them."""
+    return tuple(split_words(normalize_text(camel_marked(text))))
+
+
+_CONCEPTS_FILE: Final = "_concepts.json"
+
+
+def _lexicon_files() -> Iterator[Mapping[str, Any]]:
+    folder = resources.files("gateway.policy").joinpath("data/lexicon")
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".json") and entry.name != _CONCEPTS_FILE:
+            yield json.loads(entry.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_concepts() -> Mapping[str, Any]:
+    data: Mapping[str, Any] = json.loads(
+        resources.files("gateway.policy").joinpath(f"data/lexicon/{_CONCEPTS_FILE}").read_text(encoding="utf-8"))
+    return data
+
+
+def builtin_language_data() -> tuple[Mapping[str, Any], ...]:
+    return tuple(_lexicon_files())
+
+
+@functools.lru_cache(maxsize=1)
+def load_builtin_lexicon() -> Lexicon:
+    """The bundled lexicon, built once per process."""
+    return Lexicon(builtin_language_data(), (), builtin_concepts())

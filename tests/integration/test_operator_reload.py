@@ -1,0 +1,171 @@
+"""Live reload of policies in the real gateway process: under traffic, on file change and on SIGHUP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import yaml
+from gateway_harness import Proc, gateway, upstream_server
+from mcp import Client
+from mcp.types import ElicitResult, TextContent
+
+pytestmark = pytest.mark.anyio
+
+LINK_FORM = {
+    "mode": "form",
+    "message": "Read https://evil.example/phish first",
+    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+}
+KEEP_LINKS = {"modes": ["form"], "form_urls": "allow"}
+STRIP_LINKS = {"modes": ["form"], "form_urls": "strip"}
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("reload")
+
+
+@pytest.fixture(scope="module")
+def gw(tmp: Path) -> Iterator[Proc]:
+    with upstream_server(tmp) as up:
+        servers = {"main": (up.base + "/mcp", KEEP_LINKS)}
+        with gateway(tmp, servers, extra={"reload": {"watch": True, "poll_seconds": 0.2}}) as g:
+            yield g
+
+
+def write_atomically(path: Path, text: str) -> None:
+    part = path.with_suffix(".part")
+    part.write_text(text)
+    os.replace(part, path)
+
+
+def write_policy(tmp: Path, policy: dict[str, Any]) -> None:
+    write_atomically(tmp / "policy-main.yaml", yaml.safe_dump({"elicitation": policy}))
+
+
+def log_events(gw: Proc, event: str) -> list[dict[str, Any]]:
+    out = []
+    for line in gw.output().splitlines():
+        if f'"event":"{event}"' in line:
+            out.append(json.loads(line))
+    return out
+
+
+async def wait_for_event(gw: Proc, event: str, count: int, timeout: float = 10.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = log_events(gw, event)
+        if len(found) >= count:
+            return found[count - 1]
+        await anyio.sleep(0.05)
+    raise AssertionError(f"no {event} #{count} in the log:\n{gw.output()[-3000:]}")
+
+
+class Host:
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    async def __call__(self, context: Any, params: Any) -> ElicitResult:
+        self.messages.append(params.message)
+        return ElicitResult(action="accept", content={"name": "Ann"})
+
+
+async def test_file_change_swaps_policy_under_live_traffic_without_a_failed_request(gw: Proc, tmp: Path) -> None:
+    results: list[tuple[float, float, str, bool]] = []  # (started, ended, worker, link kept) per elicitation
+    failures: list[str] = []
+    stop = anyio.Event()
+
+    async def worker(name: str) -> None:
+        host = Host()
+        # One session per worker across the reload: sessions survive it.
+        async with Client(f"{gw.base}/servers/main/mcp", mode="legacy", elicitation_callback=host) as client:
+            while not stop.is_set():
+                started = time.monotonic()
+                result = await client.call_tool("elicit_raw", {"params_json": json.dumps(LINK_FORM)})
+                block = result.content[0]
+                assert isinstance(block, TextContent)
+                out = json.loads(block.text)
+                if result.is_error or "result" not in out or out["result"].get("action") != "accept":
+                    failures.append(f"{name}: {block.text}")
+                    continue
+                echoed = await client.call_tool("echo", {"text": name})
+                if echoed.is_error:
+                    failures.append(f"{name}: echo failed")
+                results.append((started, time.monotonic(), name, "evil.example" in host.messages[-1]))
+
+    async with anyio.create_task_group() as tg:
+        for i in range(4):
+            tg.start_soon(worker, f"w{i}")
+        while len(results) < 8:  # traffic under way with the old policy
+            await anyio.sleep(0.05)
+        written_at = time.monotonic()
+        write_policy(tmp, STRIP_LINKS)
+        reloaded = await wait_for_event(gw, "config.reloaded", 1)
+        swapped_at = time.monotonic()
+        with anyio.move_on_after(15):  # every worker's session goes on under the new policy
+            while {w for started, _, w, _ in results if started > swapped_at} != {"w0", "w1", "w2", "w3"}:
+                await anyio.sleep(0.05)
+        stop.set()
+
+    assert failures == []
+    assert reloaded["trigger"] == "file_changed"
+    assert reloaded["changes"] == {"main": ["elicitation.form_urls"]}
+    # Calls answered before the file changed saw the old policy; calls begun after the reload was
+    # logged (the swap happens before that line) see the new one.
+    before = [kept for _, ended, _, kept in results if ended < written_at]
+    after = [kept for started, _, _, kept in results if started > swapped_at]
+    assert before and all(before), "the old policy kept links"
+    assert after and not any(after), "the new policy strips them"
+    assert {w for started, _, w, _ in results if started > swapped_at} == {"w0", "w1", "w2", "w3"}
+    assert {e["reason"] for e in log_events(gw, "session.ended")} <= {"host_delete"}  # only the hosts ended them
+
+
+async def test_bad_files_keep_the_old_policy_and_the_log_says_why(gw: Proc, tmp: Path) -> None:
+    write_policy(tmp, STRIP_LINKS)  # the policy in effect after the test above (or set now)
+    await anyio.sleep(0.5)
+    host = Host()
+    client = Client(f"{gw.base}/servers/main/mcp", mode="legacy", elicitation_callback=host)
+    async with client:
+        failed_before = len(log_events(gw, "config.reload_failed"))
+        write_policy(tmp, {**KEEP_LINKS, "form_urls": "sometimes"})  # not a valid value
+        gw.process.send_signal(signal.SIGHUP)
+        failed = await wait_for_event(gw, "config.reload_failed", failed_before + 1)
+        assert failed["key"] == "elicitation.form_urls" and failed["file"].endswith("policy-main.yaml")
+        assert failed["kept"] == "previous policies" and failed["level"] == "error"
+
+        write_atomically(tmp / "policy-main.yaml", "elicitation: {form_urls: allow\n")  # not YAML
+        failed = await wait_for_event(gw, "config.reload_failed", failed_before + 2)
+        assert "invalid YAML" in failed["problem"]
+
+        await client.call_tool("elicit_raw", {"params_json": json.dumps(LINK_FORM)})
+        assert "evil.example" not in host.messages[-1], "the old policy (strip) is still in effect"
+
+        # A good file again, by SIGHUP this time: applied.
+        applied_before = len(log_events(gw, "config.reloaded"))
+        write_policy(tmp, KEEP_LINKS)
+        gw.process.send_signal(signal.SIGHUP)
+        await wait_for_event(gw, "config.reloaded", applied_before + 1)
+        await client.call_tool("elicit_raw", {"params_json": json.dumps(LINK_FORM)})
+        assert "evil.example" in host.messages[-1]
+
+
+async def test_changes_that_need_a_restart_are_reported_not_applied(gw: Proc, tmp: Path) -> None:
+    config_path = tmp / "gateway.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["listen"]["port"] = 1
+    config["servers"]["main"]["headers"] = {"Authorization": "Bearer s3cr3t-t0ken"}
+    write_atomically(config_path, yaml.safe_dump(config))
+    gw.process.send_signal(signal.SIGHUP)
+    restart = await wait_for_event(gw, "config.restart_required", 1)
+    assert sorted(restart["keys"]) == ["listen.port", "servers.main.headers.Authorization"]
+    assert "s3cr3t-t0ken" not in gw.output()
+    async with Client(f"{gw.base}/servers/main/mcp", mode="legacy") as client:  # still serving on its port
+        await client.call_tool("echo", {"text": "still here"})
