@@ -285,6 +285,17 @@ class ReloadConfig(_Frozen):
     poll_seconds: float = Field(default=2.0, gt=0)
 
 
+class AggregateConfig(_Frozen):
+    """The aggregated endpoint /mcp: every server the host may use, behind one URL."""
+
+    enabled: bool = True
+    list_timeout_seconds: float = Field(default=5.0, gt=0)
+    """How long a list (tools, prompts, resources) waits for each server; a server that is slower
+    or down is left out of that answer and logged, and the others are served."""
+    discover_seconds: float = Field(default=2.0, gt=0)
+    """How often an open GET stream on /mcp looks for servers whose sessions opened since."""
+
+
 class GatewayConfig(_Frozen):
     """The gateway config file."""
 
@@ -297,13 +308,17 @@ class GatewayConfig(_Frozen):
     tracing: TracingConfig = TracingConfig()
     reload: ReloadConfig = ReloadConfig()
     servers: dict[str, ServerConfig] = Field(min_length=1)
-    """Upstream servers by name (letters, digits, `_.-`); hosts connect to /servers/<name>/mcp."""
+    """Upstream servers by name (letters, digits, `_.-`, never `__`); hosts connect to /servers/<name>/mcp,
+    or to all of them at once at /mcp (where `__` separates the server from its tools' names)."""
+    aggregate: AggregateConfig = AggregateConfig()
 
     @model_validator(mode="after")
     def _names(self) -> GatewayConfig:
         for name in self.servers:
             if not re.match(_SERVER_NAME, name):
                 raise ValueError(f"server name {name!r} must match {_SERVER_NAME}")
+            if "__" in name:
+                raise ValueError(f"server name {name!r} must not contain '__' (it separates names on /mcp)")
         access = self.auth.access
         for grants in (access.default, *access.users.values(), *access.groups.values()):
             for name in grants:

@@ -139,18 +139,20 @@ class SessionDriver:
 
     # -- sessions ----------------------------------------------------------------------------
 
-    async def initialize(self, msg: dict[str, Any], responder: Responder, user: str | None) -> None:
+    async def initialize(
+        self, msg: dict[str, Any], responder: Responder, user: str | None, session_id: str | None = None
+    ) -> None:
+        """`session_id`: the aggregated endpoint names its per-server sessions itself (any replica finds them)."""
         count = await self.store.count_sessions()
         if count + self._reserved >= self.settings.max_sessions:
             raise HostProtocolError(503, INTERNAL_ERROR, "too many sessions", msg["id"])
         self._reserved += 1  # reserved before the next await, so concurrent initializes cannot overshoot
         try:
-            await self._initialize(msg, responder, user)
+            await self._initialize(msg, responder, user, session_id or uuid.uuid4().hex)
         finally:
             self._reserved -= 1
 
-    async def _initialize(self, msg: dict[str, Any], responder: Responder, user: str | None) -> None:
-        sid = uuid.uuid4().hex
+    async def _initialize(self, msg: dict[str, Any], responder: Responder, user: str | None, sid: str) -> None:
         started = time.monotonic()
         host_version, offered, out = host_side.initialize_upstream(msg, tuple(self.gate.policy.modes))
         try:

@@ -15,6 +15,7 @@ from gateway import tracing
 from gateway.admin_feed import DecisionFeed
 from gateway.config import LoadedConfig, ServerConfig
 from gateway.core.raw_json import encode
+from gateway.driver.aggregate import AggregateDriver, AggregateSettings
 from gateway.driver.contracts import DriverSettings
 from gateway.driver.session_driver import SessionDriver
 from gateway.elicitation_gate import ElicitationGate
@@ -128,27 +129,37 @@ def create_app(cfg: LoadedConfig) -> web.Application:
         keepalive=gw.sessions.keepalive_seconds,
         elicitation_timeout=gw.sessions.elicitation_timeout_seconds,
     )
-    endpoints = {
-        name: ServerEndpoint(SessionDriver(
+    drivers = {
+        name: SessionDriver(
             name, ObservedUpstream(upstream_from_config(name, gw.servers[name]), metrics),
             make_gate(name, cfg.policies[name].elicitation),
             state, metrics, dataclasses.replace(settings, protocol=_protocol(gw.servers[name])), replica,
-        ))
+        )
         for name in gw.servers
     }
+    endpoints = {name: ServerEndpoint(driver) for name, driver in drivers.items()}
     app[ENDPOINTS_KEY] = endpoints
+    aggregate = AggregateDriver(drivers, state, AggregateSettings(
+        list_timeout=gw.aggregate.list_timeout_seconds, discover_every=gw.aggregate.discover_seconds,
+        session_ttl=settings.session_ttl, keepalive=gw.sessions.keepalive_seconds,
+    )) if gw.aggregate.enabled else None
     per_user = UserSessions(state, gw.sessions.max_sessions_per_user)
-    reloader = app[RELOADER_KEY] = PolicyReloader(cfg, {n: e.driver for n, e in endpoints.items()}, make_gate, metrics)
+    reloader = app[RELOADER_KEY] = PolicyReloader(cfg, drivers, make_gate, metrics)
     metrics.watch_live(lambda: {
-        n: (len(e.driver.live), sum(lv.awaiting_completions for lv in e.driver.live.values()))
-        for n, e in endpoints.items()
+        n: (len(d.live), sum(lv.awaiting_completions for lv in d.live.values()))
+        for n, d in drivers.items()
     })
 
     async def endpoint_for(request: web.Request) -> tuple[ServerEndpoint, Identity]:
-        """The server's endpoint for an authenticated host allowed to use it (401, 403, 404 otherwise)."""
+        """The server's endpoint for an authenticated host allowed to use it (401, 403, 404 otherwise);
+        on /mcp, every server this host may use."""
         identity = await auth.identify(request)
         request[IDENTITY_KEY] = identity
-        name = request.match_info["name"]
+        name = request.match_info.get("name")
+        if name is None:
+            if aggregate is None:
+                raise HostProtocolError(404, INVALID_REQUEST, "the aggregated endpoint /mcp is not enabled")
+            return ServerEndpoint(aggregate.bind(tuple(n for n in endpoints if auth.may_use(identity, n)))), identity
         endpoint = endpoints.get(name)
         if endpoint is None:
             raise HostProtocolError(404, INVALID_REQUEST, "no such server")
@@ -162,7 +173,8 @@ def create_app(cfg: LoadedConfig) -> web.Application:
         if request.content_type != "application/json":
             raise HostProtocolError(415, INVALID_REQUEST, "Content-Type must be application/json")
         msg = await read_body(request, gw.listen)
-        with tracing.span("mcpgw.host_request", parent_headers=request.headers, server=request.match_info["name"]):
+        server = request.match_info.get("name", "*")
+        with tracing.span("mcpgw.host_request", parent_headers=request.headers, server=server):
             if not identity.authenticated:
                 return await endpoint.post(request)
             initialize = isinstance(msg, dict) and msg.get("method") == "initialize"
@@ -196,7 +208,8 @@ def create_app(cfg: LoadedConfig) -> web.Application:
             await limiter.check_ready()
         except StateUnavailable:
             return web.json_response({"status": "unavailable", "state": gw.state.backend}, status=503)
-        return web.json_response({"status": "ready", "servers": sorted(endpoints), "state": gw.state.backend})
+        return web.json_response({"status": "ready", "servers": sorted(endpoints), "state": gw.state.backend,
+                                  "upstreams": {n: _health(d) for n, d in sorted(drivers.items())}})
 
     async def metrics_view(request: web.Request) -> web.StreamResponse:
         await admin_guard(request)
@@ -207,23 +220,25 @@ def create_app(cfg: LoadedConfig) -> web.Application:
     app.router.add_post("/servers/{name}/mcp", post)
     app.router.add_get("/servers/{name}/mcp", get)
     app.router.add_delete("/servers/{name}/mcp", delete)
+    app.router.add_post("/mcp", post)
+    app.router.add_get("/mcp", get)
+    app.router.add_delete("/mcp", delete)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_view)
     if gw.admin.enabled:
         add_admin_routes(app, AdminSources(
             feed=feed,
-            servers=lambda: _server_statuses(reloader, endpoints),
+            servers=lambda: _server_statuses(reloader, drivers),
             stored_sessions=lambda: count_or_none(state.count_sessions), replica=replica,
         ))
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        for endpoint in endpoints.values():
-            await endpoint.driver.upstream.start()
-        drivers = [e.driver for e in endpoints.values()]
+        for driver in drivers.values():
+            await driver.upstream.start()
         reloader.start()
         background = [
-            asyncio.create_task(_sweep(state, drivers, gw.sessions.idle_timeout_seconds, sweep_every)),
+            asyncio.create_task(_sweep(state, list(drivers.values()), gw.sessions.idle_timeout_seconds, sweep_every)),
             asyncio.create_task(_heartbeat(state, replica)),
         ]
         yield
@@ -232,12 +247,13 @@ def create_app(cfg: LoadedConfig) -> web.Application:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        for driver in drivers:
+        for driver in drivers.values():
             await driver.close()
         if gw.state.backend == "memory":  # sessions die with this process: end them upstream too
             with contextlib.suppress(StateUnavailable):
-                await _end_idle(state, drivers, 0.0, "shutdown", limit=gw.sessions.max_sessions * len(drivers))
-        for driver in drivers:
+                await _end_idle(state, list(drivers.values()), 0.0, "shutdown",
+                                limit=gw.sessions.max_sessions * len(drivers))
+        for driver in drivers.values():
             await driver.upstream.close()
         await limiter.close()
         await state.close()
@@ -246,10 +262,17 @@ def create_app(cfg: LoadedConfig) -> web.Application:
     return app
 
 
-def _server_statuses(reloader: PolicyReloader, endpoints: dict[str, ServerEndpoint]) -> list[ServerStatus]:
+def _health(driver: SessionDriver) -> dict[str, object]:
+    """What this replica last saw of a server (readiness does not depend on it: a server that is down
+    never makes the gateway unready, it is left out of /mcp lists and reported here)."""
+    upstream = driver.upstream
+    health = upstream.health if isinstance(upstream, ObservedUpstream) else _UNKNOWN
+    return {"up": health.up, "last_error": health.last_error_reason if health.up is False else None}
+
+
+def _server_statuses(reloader: PolicyReloader, drivers: dict[str, SessionDriver]) -> list[ServerStatus]:
     out = []
-    for name, endpoint in sorted(endpoints.items()):
-        driver = endpoint.driver
+    for name, driver in sorted(drivers.items()):
         server = reloader.started.gateway.servers[name]
         path = reloader.policy_paths.get(name)
         upstream = driver.upstream

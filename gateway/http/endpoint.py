@@ -1,4 +1,4 @@
-"""`/servers/{name}/mcp`: the Streamable HTTP verbs for one configured server.
+"""`/servers/{name}/mcp` (one configured server) and `/mcp` (all of them): the Streamable HTTP verbs.
 
 Only parsing, the verbs, headers and SSE writing live here; the session driver
 does the rest. Exceptions become wire errors only in the app's error boundary.
@@ -15,6 +15,7 @@ from aiohttp import web
 from gateway.core import eras, host_side
 from gateway.core.messages import SUPPORTED_VERSIONS, kind_of
 from gateway.core.raw_json import encode, parse
+from gateway.driver.aggregate import AggregateDriver
 from gateway.driver.contracts import HostGone
 from gateway.driver.session_driver import SessionDriver
 from gateway.errors import INVALID_REQUEST, PARSE_ERROR, HostProtocolError
@@ -84,7 +85,7 @@ class HttpResponder:
 
 
 class ServerEndpoint:
-    def __init__(self, driver: SessionDriver) -> None:
+    def __init__(self, driver: SessionDriver | AggregateDriver) -> None:
         self.driver = driver
 
     async def post(self, request: web.Request, user: str | None = None) -> web.StreamResponse:

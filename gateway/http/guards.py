@@ -19,6 +19,7 @@ from gateway.config import ListenConfig
 from gateway.core.json_limits import JsonLimitExceeded, check_json
 from gateway.core.raw_json import parse
 from gateway.core.session_record import SessionRecord
+from gateway.driver.aggregate import AggregateDriver
 from gateway.driver.session_driver import SessionDriver
 from gateway.errors import INVALID_REQUEST, PARSE_ERROR, HostProtocolError
 from gateway.identity import Identity
@@ -149,7 +150,7 @@ async def read_body(request: web.Request, listen: ListenConfig) -> Any:
 
 
 async def load_owned(
-    driver: SessionDriver, request: web.Request, sid: str, take: str | None = None
+    driver: SessionDriver | AggregateDriver, request: web.Request, sid: str, take: str | None = None
 ) -> tuple[SessionRecord, dict[str, Any] | None]:
     """`driver.load` for the request's user: another user's session is 404, exactly like an unknown one,
     checked before a pending server request is taken. A `MCP-Protocol-Version` other than the

@@ -252,3 +252,27 @@ async def test_sse_payload_helper_skips_priming_events() -> None:
 
 
 __all__ = ["_established_to"]
+
+
+async def test_the_aggregated_endpoint_works_across_replicas(tmp_path: Path) -> None:
+    """/mcp and /servers/up/mcp behind the balancer: the per-server session behind /mcp is found by
+    either replica, and an elicitation's answer reaching the other replica is routed by its id."""
+    seen: list[Any] = []
+
+    async def answer(context: Any, params: Any) -> ElicitResult:
+        seen.append(params)
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
+    with cluster(tmp_path, redis_state()) as (a, b, lb):
+        async with Client(f"{lb.base}/mcp", mode="legacy", elicitation_callback=answer) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "up__ask_name" in names
+            for _ in range(3):
+                result = await client.call_tool("up__ask_name", {})
+                assert json.loads(text_of(result)) == {"action": "accept", "name": "Ada"}
+            assert text_of(await client.call_tool("up__echo", {"text": "x"})) == "x"
+        async with Client(f"{lb.base}/servers/up/mcp", mode="legacy") as direct:
+            assert text_of(await direct.call_tool("echo", {"text": "direct"})) == "direct"
+        for replica in (a, b):
+            assert '"event":"request"' in replica.output()
+    assert len(seen) == 3 and all(p.message.startswith("[up] ") for p in seen)

@@ -143,6 +143,13 @@ async def ask_and_wait(ctx: Context) -> str:
 
 
 @mcp.tool()
+async def announce(ctx: Context) -> str:
+    """Tell the host, on the standalone stream, that the tool list changed."""
+    await ctx.request_context.session.send_tool_list_changed()
+    return "announced"
+
+
+@mcp.tool()
 def in_flight() -> str:
     """How many ask_and_wait calls are open, and how many were cancelled."""
     return json.dumps(_in_flight)

@@ -1,0 +1,215 @@
+"""The aggregated endpoint /mcp: several real servers behind one host session, through the real gateway.
+
+Behind it: the SDK test server over HTTP (`web`), the same server as a stdio child (`local`), and the
+npm reference server (`everything`, TypeScript SDK, whose resources are paginated). Hosts are the
+real SDK client in both eras.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import httpx2
+import pytest
+from gateway_harness import HERE, REPO, Proc, free_port, gateway, running, stdio_spec, text_of, upstream_server
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import ElicitResult
+
+pytestmark = pytest.mark.anyio
+
+EVERYTHING = REPO / "tests/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+ORIGIN_KEY = "dev.elicitation-gateway/origin"
+TOOL_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
+MODERN = "2026-07-28"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc]]:
+    node = shutil.which("node")
+    if node is None or not EVERYTHING.exists():
+        pytest.fail("node and tests/npm/node_modules are needed: `make test` installs them with npm ci")
+    tmp = tmp_path_factory.mktemp("aggregate")
+    with ExitStack() as stack:
+        web = stack.enter_context(upstream_server(tmp, "web"))
+        port = free_port()
+        stack.enter_context(running([node, str(EVERYTHING), "streamableHttp"], port, tmp / "everything.log",
+                                    env={"PORT": str(port)}))
+        doomed = stack.enter_context(upstream_server(tmp, "doomed"))
+        paged_port = free_port()
+        stack.enter_context(running([sys.executable, str(HERE / "paged_server.py"), str(paged_port), "8"], paged_port,
+                                    tmp / "paged.log"))
+        servers = {
+            "web": (web.base + "/mcp", {"modes": ["form"]}),
+            "local": (stdio_spec(), {"modes": []}),  # this server may not elicit at all
+            "everything": (f"http://127.0.0.1:{port}/mcp", {"modes": ["form", "url"]}),
+            "doomed": (doomed.base + "/mcp", {"modes": ["form"]}),
+            "paged": (f"http://127.0.0.1:{paged_port}/mcp", {"modes": []}),
+        }
+        gw = stack.enter_context(gateway(tmp, servers, extra={"aggregate": {"list_timeout_seconds": 3}}))
+        yield {"gw": gw, "web": web, "doomed": doomed}
+
+
+class Host:
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    async def __call__(self, context: Any, params: Any) -> ElicitResult:
+        self.seen.append(params)
+        await asyncio.sleep(0.2)  # both servers' questions are open at once
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
+
+async def all_pages(list_page: Any, key: str) -> list[Any]:
+    items: list[Any] = []
+    cursor = None
+    for _ in range(100):
+        page = await list_page(cursor=cursor)
+        items.extend(getattr(page, key))
+        cursor = page.next_cursor
+        if cursor is None:
+            return items
+    raise AssertionError("pagination never ended")
+
+
+async def test_tools_of_every_server_are_listed_under_their_server_names(env: dict[str, Proc]) -> None:
+    async with Client(f"{env['gw'].base}/mcp", mode="legacy") as client:
+        tools = await all_pages(client.list_tools, "tools")
+    names = [t.name for t in tools]
+    assert len(names) == len(set(names)) and all(TOOL_NAME.fullmatch(n) for n in names)
+    for server in ("web", "local", "everything"):
+        assert f"{server}__echo" in names
+    echo = next(t for t in tools if t.name == "web__echo")
+    assert echo.title == "[web] echo"
+
+
+async def test_calls_are_routed_by_the_name_they_carry(env: dict[str, Proc]) -> None:
+    async with Client(f"{env['gw'].base}/mcp", mode="legacy") as client:
+        assert text_of(await client.call_tool("web__echo", {"text": "via http"})) == "via http"
+        assert text_of(await client.call_tool("local__echo", {"text": "via stdio"})) == "via stdio"
+        assert "via node" in text_of(await client.call_tool("everything__echo", {"message": "via node"}))
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("nowhere__echo", {"text": "x"})
+    assert unknown.value.error.code == -32602
+
+
+async def test_lists_are_merged_across_pages_of_every_server(env: dict[str, Proc]) -> None:
+    async with Client(f"{env['gw'].base}/mcp", mode="legacy") as client:
+        first = await client.list_tools()
+        tools = await all_pages(client.list_tools, "tools")
+        resources = await all_pages(client.list_resources, "resources")
+        long_name = next(t.name for t in tools if t.name.startswith("paged__long_"))
+        called = await client.call_tool(long_name, {})
+        read = await client.read_resource("mcpgw://paged/memo://7")
+    assert first.next_cursor is not None  # `paged` has more after its first page of 3
+    paged = sorted(t.name for t in tools if t.name.startswith("paged__"))
+    assert len(paged) == 8 and len(long_name) == 128 and TOOL_NAME.fullmatch(long_name)
+    assert text_of(called) == "called long_" + "x" * 130  # the cut name reaches the server whole
+    assert sorted(str(r.uri) for r in resources if str(r.uri).startswith("mcpgw://paged/")) == sorted(
+        f"mcpgw://paged/memo://{i}" for i in range(8))
+    assert read.contents[0].text == "body of memo://7"  # type: ignore[union-attr]
+
+
+async def test_resources_of_the_reference_server_are_read_by_their_namespaced_uri(env: dict[str, Proc]) -> None:
+    gw = env["gw"]
+    async with Client(f"{gw.base}/servers/everything/mcp", mode="legacy") as direct:
+        own = await all_pages(direct.list_resources, "resources")
+    async with Client(f"{gw.base}/mcp", mode="legacy") as client:
+        merged = await all_pages(client.list_resources, "resources")
+        read = await client.read_resource(f"mcpgw://everything/{own[0].uri}")
+        templates = await all_pages(client.list_resource_templates, "resource_templates")
+    assert sorted(str(r.uri) for r in merged if str(r.uri).startswith("mcpgw://everything/")) == sorted(
+        f"mcpgw://everything/{r.uri}" for r in own)
+    assert read.contents and templates and all(str(t.uri_template).startswith("mcpgw://") for t in templates)
+
+
+async def test_prompts_are_listed_and_got_through_their_server(env: dict[str, Proc]) -> None:
+    async with Client(f"{env['gw'].base}/mcp", mode="legacy") as client:
+        prompts = await all_pages(client.list_prompts, "prompts")
+        simple = next(p for p in prompts if p.name.startswith("everything__") and not p.arguments)
+        got = await client.get_prompt(simple.name)
+    assert simple.title is not None and simple.title.startswith("[everything] ")
+    assert got.messages
+
+
+async def test_elicitations_from_two_servers_are_tagged_and_judged_by_their_own_policy(env: dict[str, Proc]) -> None:
+    gw = env["gw"]
+    host = Host()
+    async with Client(f"{gw.base}/mcp", mode="legacy", elicitation_callback=host) as client:
+        web, local = await asyncio.gather(client.call_tool("web__ask_name", {}), client.call_tool("local__ask_name", {}),
+                                          return_exceptions=True)
+        with pytest.raises(MCPError) as blocked:
+            await client.call_tool("web__sign_in", {})
+    assert not isinstance(web, BaseException) and json.loads(text_of(web)) == {"action": "accept", "name": "Ada"}
+    # `local` may not elicit: its request is refused by its own policy and never reaches the host
+    assert isinstance(local, MCPError) and "not offered" in local.error.message
+    assert "sensitive_fields" in blocked.value.error.message  # a password form, blocked by web's policy
+    [seen] = host.seen
+    assert seen.message.startswith("[web] ") and seen.meta[ORIGIN_KEY] == {"server": "web"}
+    log = gw.output()
+    assert '"server":"web"' in log and '"rules":["sensitive_fields"]' in log
+
+
+async def test_list_changed_from_a_server_reaches_the_host(env: dict[str, Proc]) -> None:
+    got = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        if type(getattr(message, "root", message)).__name__ == "ToolListChangedNotification":
+            got.set()
+
+    async with Client(f"{env['gw'].base}/mcp", mode="legacy", message_handler=on_message) as client:
+        await client.call_tool("web__echo", {"text": "open the web session"})
+        await asyncio.sleep(0.5)  # the merged GET stream joins the web session
+        assert text_of(await client.call_tool("web__announce", {})) == "announced"
+        await asyncio.wait_for(got.wait(), 10)
+
+
+async def test_a_modern_host_gets_the_same_merged_lists_and_routing(env: dict[str, Proc]) -> None:
+    host = Host()
+    async with Client(f"{env['gw'].base}/mcp", mode=MODERN, elicitation_callback=host) as client:
+        names = {t.name for t in await all_pages(client.list_tools, "tools")}
+        assert {"web__greet", "local__echo", "everything__echo"} <= names
+        assert text_of(await client.call_tool("local__echo", {"text": "modern"})) == "modern"
+        greeted = await client.call_tool("web__greet", {})
+    assert text_of(greeted).startswith("Hello Ada")
+    [seen] = host.seen
+    assert seen.message.startswith("[web] ")
+
+
+async def test_forged_answers_and_cursors_are_refused(env: dict[str, Proc]) -> None:
+    gw = env["gw"]
+    async with httpx2.AsyncClient(timeout=10) as http:
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        init = await http.post(f"{gw.base}/mcp", headers=headers, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        headers["Mcp-Session-Id"] = init.headers["Mcp-Session-Id"]
+        headers["MCP-Protocol-Version"] = "2025-11-25"
+        forged = await http.post(f"{gw.base}/mcp", headers=headers, json={"jsonrpc": "2.0", "id": "web__7", "result": {}})
+        cursor = await http.post(f"{gw.base}/mcp", headers=headers, json={
+            "jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "eyJub3doZXJlIjoieCJ9"}})
+    assert forged.status_code == 400
+    assert cursor.json()["error"]["code"] == -32602
+
+
+async def test_a_server_that_dies_is_left_out_and_the_others_keep_serving(env: dict[str, Proc]) -> None:
+    gw, doomed = env["gw"], env["doomed"]
+    async with Client(f"{gw.base}/mcp", mode="legacy") as client:
+        before = {t.name for t in await all_pages(client.list_tools, "tools")}
+        assert "doomed__echo" in before
+        doomed.process.kill()
+        doomed.process.wait()
+        after = {t.name for t in await all_pages(client.list_tools, "tools")}
+        assert "doomed__echo" not in after and "web__echo" in after and "local__echo" in after
+        assert text_of(await client.call_tool("web__echo", {"text": "still here"})) == "still here"
+    async with httpx2.AsyncClient() as http:
+        ready = (await http.get(f"{gw.base}/readyz")).json()
+    assert ready["upstreams"]["doomed"]["up"] is False and ready["upstreams"]["web"]["up"] is True
+    assert '"event":"aggregate.server_left_out"' in gw.output()
