@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 import re
 from typing import Any
 
@@ -160,7 +161,7 @@ def with_name(msg: dict[str, Any], original: str) -> dict[str, Any]:
 
 
 def server_request_id(server: str, upstream_id: Any) -> str:
-    return f"{server}{SEP}{orjson.dumps(upstream_id).decode()}"
+    return f"{server}{SEP}{json.dumps(upstream_id, ensure_ascii=False)}"  # stdlib: any integer, as JSON allows
 
 
 def split_server_request_id(host_id: Any, servers: tuple[str, ...]) -> tuple[str, Any]:
@@ -170,8 +171,8 @@ def split_server_request_id(host_id: Any, servers: tuple[str, ...]) -> tuple[str
     if not sep or server not in servers:
         raise NotRoutable("not a server request id of this endpoint")
     try:
-        upstream_id = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        upstream_id = json.loads(raw)
+    except (ValueError, RecursionError):
         raise NotRoutable("not a server request id of this endpoint") from None
     if isinstance(upstream_id, bool) or not isinstance(upstream_id, str | int):
         raise NotRoutable("not a server request id of this endpoint")
