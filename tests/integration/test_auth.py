@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from gateway_harness import Proc, gateway, upstream_server
 from mcp import Client
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, TextContent
 
 from gateway.http.auth import hash_api_key
@@ -267,3 +268,24 @@ def test_hash_key_cli_prints_a_key_and_a_hash_that_verifies(tmp_path: Path) -> N
     piped = subprocess.run([sys.executable, "-m", "gateway", "hash-key", "--stdin"], input="short\n",
                            capture_output=True, text=True)
     assert piped.returncode == 2 and "at least 16" in piped.stderr
+
+
+async def test_the_aggregated_endpoint_lists_only_allowed_servers_and_never_forwards_the_credential(
+    env: Proc, keys: Keys
+) -> None:
+    async def tool_names(token: str) -> set[str]:
+        http = create_mcp_http_client(headers=bearer(token))
+        async with Client(streamable_http_client(f"{env.base}/mcp", http_client=http), mode="legacy") as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            if "up__request_headers" in names:
+                headers = json.loads(text(await client.call_tool("up__request_headers", {})))
+                assert "authorization" not in headers and token not in json.dumps(headers)
+            with pytest.raises(MCPError):  # a server outside the allow-list is not routable either
+                await client.call_tool("nope__echo", {"text": "x"}) if "secret__echo" in names else \
+                    await client.call_tool("secret__echo", {"text": "x"})
+            return {n.partition("__")[0] for n in names}
+
+    assert await tool_names(BOB_KEY) == {"up", "limited"}
+    assert await tool_names(ALICE_KEY) == {"up", "limited", "secret"}  # group eng
+    async with httpx2.AsyncClient() as http:
+        assert (await http.post(f"{env.base}/mcp", json=INIT, headers=ACCEPT)).status_code == 401
