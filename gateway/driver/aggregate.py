@@ -104,6 +104,7 @@ class AggregateDriver:
         self._secret: bytes | None = None
         self._opening: dict[str, asyncio.Lock] = {}
         self._opened: dict[str, asyncio.Event] = {}  # aggregated sid -> wakes its GET stream here
+        self._gets: dict[str, asyncio.Task[Any]] = {}  # aggregated sid -> the task serving its GET here
         self._long_names: dict[tuple[str, str], str] = {}
         self._calls: dict[tuple[str, str], str] = {}  # (aggregated sid, host id) -> server, for cancellations
         self._down: dict[str, tuple[float, float]] = {}  # server -> (skip until, backoff)
@@ -373,6 +374,7 @@ class AggregateDriver:
             await self.drivers[resumed.server].attach(sub, resumed.event_id, ToHostStream(stream, resumed.server))
             return
         merged = MergedStream(stream, _positions(last_event_id, self.allowed))
+        await self._supersede(rec.session_id)
         opened = self._opened.setdefault(rec.session_id, asyncio.Event())
         tasks: dict[str, asyncio.Task[None]] = {}
         try:
@@ -397,6 +399,19 @@ class AggregateDriver:
             for task in tasks.values():
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+    async def _supersede(self, sid: str) -> None:
+        """A host that reconnects its GET stream replaces the one it left here: a stream whose host
+        is gone is otherwise only noticed at its next write (keepalive), and holds the servers' GETs."""
+        previous = self._gets.get(sid)
+        current = asyncio.current_task()
+        if previous is not None and previous is not current and not previous.done():
+            previous.cancel()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.wait({previous}), 2.0)
+        if current is not None:
+            self._gets[sid] = current
+            current.add_done_callback(lambda t: self._gets.pop(sid, None) if self._gets.get(sid) is t else None)
 
     async def _serve(self, server: str, sub: SessionRecord, merged: MergedStream) -> None:
         try:

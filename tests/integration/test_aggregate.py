@@ -16,10 +16,13 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
 
+import aiohttp
+import anyio
 import httpx2
 import pytest
 from gateway_harness import HERE, REPO, Proc, free_port, gateway, running, stdio_spec, text_of, upstream_server
 from mcp import Client
+from test_session_bounds import ask_and_drop, open_session
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult
 
@@ -213,3 +216,58 @@ async def test_a_server_that_dies_is_left_out_and_the_others_keep_serving(env: d
         ready = (await http.get(f"{gw.base}/readyz")).json()
     assert ready["upstreams"]["doomed"]["up"] is False and ready["upstreams"]["web"]["up"] is True
     assert '"event":"aggregate.server_left_out"' in gw.output()
+
+
+async def read_events(stream: aiohttp.ClientResponse, until: Any) -> list[tuple[str | None, Any]]:
+    """(event id, message) pairs from an SSE response until `until(message)` is true."""
+    events: list[tuple[str | None, Any]] = []
+    event_id = None
+    with anyio.fail_after(10):
+        async for raw in stream.content:
+            line = raw.decode().strip()
+            if line.startswith("id:"):
+                event_id = line[3:].strip()
+            elif line.startswith("data:") and line[5:].strip():
+                events.append((event_id, json.loads(line[5:])))
+                if until(events[-1][1]):
+                    return events
+    raise AssertionError("the stream ended first")
+
+
+async def test_a_dropped_call_on_mcp_is_resumed_on_its_server_and_answered(env: dict[str, Proc]) -> None:
+    url = f"{env['gw'].base}/mcp"
+    async with aiohttp.ClientSession() as http:
+        headers = await open_session(http, url)
+        last_id, asked = await ask_and_drop(http, url, headers, 9, tool="web__ask_and_wait")
+        assert last_id is not None and last_id.startswith("web~") and asked["id"].startswith("web__")
+        async with http.get(url, headers={**headers, "Accept": "text/event-stream", "Last-Event-ID": last_id}) as s:
+            answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}
+            async with http.post(url, json=answer, headers=headers) as r:
+                assert r.status == 202
+            resumed = await read_events(s, lambda m: m.get("id") == 9)
+    assert resumed[-1][1]["result"]["content"][0]["text"] == "accept"
+    assert not any(m.get("method") == "elicitation/create" for _, m in resumed)  # not asked twice
+
+
+async def test_the_merged_get_stream_resumes_with_every_servers_position(env: dict[str, Proc]) -> None:
+    url = f"{env['gw'].base}/mcp"
+    announce = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "web__announce", "arguments": {}}}
+    changed = "notifications/tools/list_changed"
+    async with aiohttp.ClientSession() as http:
+        headers = await open_session(http, url)
+        get_headers = {**headers, "Accept": "text/event-stream"}
+        async with http.post(url, json={**announce, "id": 1, "params": {"name": "web__echo", "arguments": {
+                "text": "open"}}}, headers=headers) as r:
+            assert r.status == 200
+        async with http.get(url, headers=get_headers) as stream:
+            await anyio.sleep(0.5)
+            async with http.post(url, json=announce, headers=headers) as r:
+                await r.read()
+            [(first_id, first)] = await read_events(stream, lambda m: m.get("method") == changed)
+        assert first_id is not None and first_id.startswith("m~")
+        async with http.get(url, headers={**get_headers, "Last-Event-ID": first_id}) as stream:
+            await anyio.sleep(0.5)
+            async with http.post(url, json={**announce, "id": 3}, headers=headers) as r:
+                await r.read()
+            again = await read_events(stream, lambda m: m.get("method") == changed)
+    assert len(again) == 1 and again[0][0] != first_id  # the first one is not replayed; the new one arrives

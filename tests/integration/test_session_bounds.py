@@ -84,11 +84,11 @@ async def test_two_thousand_idle_sessions_hold_no_upstream_connection_and_a_new_
 
 
 async def ask_and_drop(
-    http: aiohttp.ClientSession, url: str, headers: dict[str, str], rid: int
+    http: aiohttp.ClientSession, url: str, headers: dict[str, str], rid: int, tool: str = "ask_and_wait"
 ) -> tuple[str | None, dict[str, Any]]:
     """Call ask_and_wait, read until its elicitation arrives, then drop the connection.
     Returns the last event id seen and the elicitation."""
-    call = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": "ask_and_wait", "arguments": {}}}
+    call = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": tool, "arguments": {}}}
     resp = await http.post(url, json=call, headers=headers)
     last_id = None
     async for raw in resp.content:
