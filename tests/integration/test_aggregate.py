@@ -23,8 +23,8 @@ import pytest
 from gateway_harness import HERE, REPO, Proc, free_port, gateway, running, stdio_spec, text_of, upstream_server
 from mcp import Client
 from test_session_bounds import ask_and_drop, open_session
-from mcp.shared.exceptions import MCPError
-from mcp.types import ElicitResult
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.types import ElicitResult, PromptReference
 
 pytestmark = pytest.mark.anyio
 
@@ -271,3 +271,26 @@ async def test_the_merged_get_stream_resumes_with_every_servers_position(env: di
                 await r.read()
             again = await read_events(stream, lambda m: m.get("method") == changed)
     assert len(again) == 1 and again[0][0] != first_id  # the first one is not replayed; the new one arrives
+
+
+async def test_completions_and_subscriptions_reach_the_server_that_owns_the_name(env: dict[str, Proc]) -> None:
+    updated: list[str] = []
+    got = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if type(root).__name__ == "ResourceUpdatedNotification":
+            updated.append(str(root.params.uri))
+            got.set()
+
+    async with Client(f"{env['gw'].base}/mcp", mode="legacy", message_handler=on_message) as client:
+        done = await client.complete(PromptReference(type="ref/prompt", name="everything__completable-prompt"),
+                                     {"name": "department", "value": "Eng"})
+        assert done.completion.values == ["Engineering"]
+        resources = await all_pages(client.list_resources, "resources")
+        uri = next(str(r.uri) for r in resources if str(r.uri).startswith("mcpgw://everything/"))
+        with pytest.warns(MCPDeprecationWarning):  # removed in 2026-07-28; still the 2025-11-25 way
+            await client.subscribe_resource(uri)
+        await client.call_tool("everything__toggle-subscriber-updates", {})
+        await asyncio.wait_for(got.wait(), 15)  # the reference server sends updates every 5 s
+    assert uri in updated
