@@ -22,9 +22,9 @@ import httpx2
 import pytest
 from gateway_harness import HERE, REPO, Proc, free_port, gateway, running, stdio_spec, text_of, upstream_server
 from mcp import Client
-from test_session_bounds import ask_and_drop, open_session
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.types import ElicitResult, PromptReference
+from test_session_bounds import ask_and_drop, open_session
 
 pytestmark = pytest.mark.anyio
 
@@ -263,7 +263,7 @@ async def test_the_merged_get_stream_resumes_with_every_servers_position(env: di
             await anyio.sleep(0.5)
             async with http.post(url, json=announce, headers=headers) as r:
                 await r.read()
-            [(first_id, first)] = await read_events(stream, lambda m: m.get("method") == changed)
+            [(first_id, _)] = await read_events(stream, lambda m: m.get("method") == changed)
         assert first_id is not None and first_id.startswith("m~")
         async with http.get(url, headers={**get_headers, "Last-Event-ID": first_id}) as stream:
             await anyio.sleep(0.5)
