@@ -90,6 +90,11 @@ class GatewayMetrics:
             "mcpgw_config_reloads_total", "Live reloads of config and policies by result",
             ["result"], registry=self.registry,
         )
+        self.elicitations_pending = Gauge(
+            "mcpgw_elicitations_pending",
+            "Elicitations (every mode, both eras) sent to hosts and not yet answered, from the state store: "
+            "the same on every replica", ["server"], registry=self.registry,
+        )
         self.sessions = Gauge(
             "mcpgw_host_sessions", "Live host sessions in the state store (all replicas, all servers)",
             registry=self.registry,
@@ -136,7 +141,7 @@ class _Live:
             "Host sessions this replica serves now (a request in flight, a GET stream open, a completion awaited)",
             labels=["server"])
         pending = GaugeMetricFamily(
-            "mcpgw_elicitations_pending",
+            "mcpgw_url_completions_pending",
             "URL-mode elicitations delivered by this replica whose completion has not arrived yet",
             labels=["server"])
         for server, (sessions, waiting) in sorted(self._read().items()):

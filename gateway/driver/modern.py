@@ -301,7 +301,8 @@ class ModernCalls:
             if schema is not None:
                 pending["schema"] = schema
             stored = await self.d.store.put_pending(
-                rec.session_id, id_key(host_id), pending, self.d.settings.max_pending)
+                rec.session_id, id_key(host_id), pending, self.d.settings.max_pending,
+                self.d.server if request["method"] == ELICIT else None)
             if not stored:
                 if request["method"] == ELICIT:
                     record.blocked.append(key)  # over the cap: declined for the host

@@ -612,8 +612,9 @@ class SessionDriver:
                 c.pending["id"], INVALID_PARAMS, "request cannot be relayed: JSON nested too deeply"))
             return []
         try:
+            counted = rec.server if c.message.get("method") == "elicitation/create" else None
             stored = await self.store.put_pending(
-                rec.session_id, host_side.pending_key(c.message["id"]), c.pending, self.settings.max_pending
+                rec.session_id, host_side.pending_key(c.message["id"]), c.pending, self.settings.max_pending, counted
             )
         except StateUnavailable:
             stored = False

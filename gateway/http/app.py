@@ -215,6 +215,9 @@ def create_app(cfg: LoadedConfig) -> web.Application:
         await admin_guard(request)
         with contextlib.suppress(StateUnavailable):
             metrics.sessions.set(await state.count_sessions())
+            pending = await state.pending_counts()
+            for name in drivers:
+                metrics.elicitations_pending.labels(name).set(pending.get(name, 0))
         return web.Response(body=metrics.render(), content_type="text/plain", charset="utf-8")
 
     app.router.add_post("/servers/{name}/mcp", post)

@@ -9,6 +9,7 @@ so TTL tests need no sleeps.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import secrets
 import time
@@ -28,6 +29,7 @@ T = TypeVar("T")
 # Sweep expired entries once mutations reach this many (or the table size, if
 # larger): keeps memory bounded for sessions nobody reads again, at O(1) amortised.
 _SWEEP_EVERY = 256
+_COUNTED = "_counted_as"  # kept inside a counted pending entry, so taking it uncounts the right name
 
 
 @dataclass(slots=True)
@@ -62,6 +64,7 @@ class MemoryStateStore:
         self._event_counters: dict[str, _Expiring[int]] = {}
         self._event_logs: dict[str, _Expiring[deque[tuple[int, bytes]]]] = {}
         self._mutations = 0
+        self._pending_counts: collections.Counter[str] = collections.Counter()
 
     # -- expiry helpers ------------------------------------------------------------------
     def _alive(self, table: dict[Any, _Expiring[T]], key: Any) -> _Expiring[T] | None:
@@ -69,6 +72,8 @@ class MemoryStateStore:
         if entry is None:
             return None
         if entry.expires_at <= self._clock():
+            if table is self._sessions:
+                self._forget_pending(entry)  # type: ignore[arg-type]
             del table[key]
             return None
         return entry
@@ -89,6 +94,8 @@ class MemoryStateStore:
         )
         for table in tables:
             for key in [k for k, e in table.items() if e.expires_at <= now]:
+                if table is self._sessions:
+                    self._forget_pending(table[key])
                 del table[key]
 
     # -- sessions ------------------------------------------------------------------------
@@ -119,7 +126,7 @@ class MemoryStateStore:
         entry.expires_at = expires_at
         self._last_seen[session_id] = self._clock()
         raw = entry.value.pending.pop(take, None) if take is not None else None
-        return orjson.loads(entry.value.record), (orjson.loads(raw) if raw is not None else None)
+        return orjson.loads(entry.value.record), self._uncount(raw)
 
     async def touch_session(self, session_id: str, ttl_s: float) -> bool:
         expires_at = self._clock() + ttl_ms(ttl_s, "ttl_s") / 1000
@@ -132,24 +139,47 @@ class MemoryStateStore:
 
     async def delete_session(self, session_id: str) -> bool:
         self._last_seen.pop(session_id, None)
-        if self._alive(self._sessions, session_id) is None:
+        entry = self._alive(self._sessions, session_id)
+        if entry is None:
             return False
+        self._forget_pending(entry)
         del self._sessions[session_id]
         return True
 
     async def count_sessions(self) -> int:
         return len(self._last_seen)
 
-    async def put_pending(self, session_id: str, key: str, value: dict[str, Any], max_pending: int) -> bool:
+    async def put_pending(
+        self, session_id: str, key: str, value: dict[str, Any], max_pending: int, counted_as: str | None = None
+    ) -> bool:
         entry = self._alive(self._sessions, session_id)
         if entry is None or (key not in entry.value.pending and len(entry.value.pending) >= max_pending):
             return False
-        entry.value.pending[key] = _exact(orjson.dumps(value))
+        if key not in entry.value.pending and counted_as is not None:
+            self._pending_counts[counted_as] += 1
+        stored = {**value, _COUNTED: counted_as} if counted_as is not None else value
+        entry.value.pending[key] = _exact(orjson.dumps(stored))
         return True
 
     async def drop_pending(self, session_id: str, key: str) -> bool:
         entry = self._alive(self._sessions, session_id)
-        return entry is not None and entry.value.pending.pop(key, None) is not None
+        raw = entry.value.pending.pop(key, None) if entry is not None else None
+        self._uncount(raw)
+        return raw is not None
+
+    async def pending_counts(self) -> dict[str, int]:
+        return {name: n for name, n in self._pending_counts.items() if n > 0}
+
+    def _uncount(self, raw: bytes | None) -> dict[str, Any] | None:
+        value: dict[str, Any] | None = orjson.loads(raw) if raw is not None else None
+        counted = value.pop(_COUNTED, None) if value is not None else None
+        if isinstance(counted, str) and self._pending_counts[counted] > 0:
+            self._pending_counts[counted] -= 1
+        return value
+
+    def _forget_pending(self, entry: _Expiring[_SessionEntry] | None) -> None:
+        for raw in entry.value.pending.values() if entry is not None else ():
+            self._uncount(raw)
 
     async def take_idle(self, idle_s: float, limit: int = 100) -> list[tuple[str, dict[str, Any]]]:
         cutoff = self._clock() - idle_s
@@ -157,6 +187,7 @@ class MemoryStateStore:
         for sid in [s for s, seen in self._last_seen.items() if seen <= cutoff][:limit]:
             del self._last_seen[sid]
             entry = self._sessions.pop(sid, None)
+            self._forget_pending(entry)
             if entry is not None:
                 taken.append((sid, orjson.loads(entry.value.record)))
         return taken

@@ -5,6 +5,7 @@ and '{' inside ids cannot collide with the separators or hash tags):
 
     <p>sess:<sid>                         hash {r: orjson record, p:<key>: pending server request}, PX = session TTL
     <p>sessions                           sorted set sid -> last seen (unix s): the idle-sweep index
+    <p>pending_counts                     hash server -> elicitations waiting for a host answer (all replicas)
     <p>wake:<sid>                         pub/sub channel: "something was appended to <sid>'s buffer"
     <p>replica:<id>                       string, PX = heartbeat TTL: the replica is alive
     <p>owner:<server>:<upstream>:<eid>    hash {h: host session, u: user, done?: 1}
@@ -90,12 +91,43 @@ return redis.call('ZRANGE', KEYS[2], 0, -1)
 # Pending server requests per session are capped: a flooding server cannot grow the record.
 _PUT_PENDING = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HLEN', KEYS[1]) > tonumber(ARGV[3]) then
+local new = redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0
+if new and redis.call('HLEN', KEYS[1]) > tonumber(ARGV[3]) then
   return 0
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+if new then return 2 end
 return 1
 """
+
+# Remove the pending entries named (or, with no ARGV, all of them) from the session KEYS[1]; return them.
+_TAKE_PENDING = """
+local fields = ARGV
+if #fields == 0 then fields = redis.call('HKEYS', KEYS[1]) end
+local taken = {}
+for _, f in ipairs(fields) do
+  if string.sub(f, 1, 2) == 'p:' then
+    local v = redis.call('HGET', KEYS[1], f)
+    if v then
+      redis.call('HDEL', KEYS[1], f)
+      taken[#taken + 1] = v
+    end
+  end
+end
+return taken
+"""
+
+
+_COUNTED = "_counted_as"  # kept inside a counted pending entry, so taking it uncounts the right name
+
+
+def _counted(raw: bytes) -> str | None:
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    name = value.get(_COUNTED) if isinstance(value, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _enc(part: str) -> str:
@@ -112,12 +144,17 @@ class RedisStateStore:
         self._append = self._redis.register_script(_APPEND)
         self._events_after = self._redis.register_script(_EVENTS_AFTER)
         self._put_pending = self._redis.register_script(_PUT_PENDING)
+        self._take_pending = self._redis.register_script(_TAKE_PENDING)
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self.round_trips: collections.Counter[str] = collections.Counter()
         self._pubsub: Any = None
         self._reader: asyncio.Task[None] | None = None
 
     # -- keys ----------------------------------------------------------------------------
+    @property
+    def _counts_key(self) -> str:
+        return f"{self._prefix}pending_counts"
+
     def _session_key(self, session_id: str) -> str:
         return f"{self._prefix}sess:{_enc(session_id)}"
 
@@ -174,6 +211,10 @@ class RedisStateStore:
         if replies[0] is None:
             return None, None
         pending = orjson.loads(replies[3]) if take is not None and replies[3] is not None else None
+        counted = pending.pop(_COUNTED, None) if pending is not None else None
+        if isinstance(counted, str):  # an answered elicitation: one more round trip, on answers only
+            with self._op("uncount_pending"):
+                await self._redis.hincrby(self._counts_key, counted, -1)
         return orjson.loads(replies[0]), pending
 
     async def touch_session(self, session_id: str, ttl_s: float) -> bool:
@@ -182,6 +223,7 @@ class RedisStateStore:
 
     async def delete_session(self, session_id: str) -> bool:
         with self._op("delete_session"):
+            await self._remove_pending(session_id, [])
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.delete(self._session_key(session_id))
                 pipe.zrem(f"{self._prefix}sessions", session_id)
@@ -192,16 +234,38 @@ class RedisStateStore:
         with self._op("count_sessions"):
             return int(await self._redis.zcard(f"{self._prefix}sessions"))
 
-    async def put_pending(self, session_id: str, key: str, value: dict[str, Any], max_pending: int) -> bool:
+    async def put_pending(
+        self, session_id: str, key: str, value: dict[str, Any], max_pending: int, counted_as: str | None = None
+    ) -> bool:
+        stored_value = {**value, _COUNTED: counted_as} if counted_as is not None else value
         with self._op("put_pending"):
             stored = await self._put_pending(
-                keys=[self._session_key(session_id)], args=[f"p:{key}", orjson.dumps(value), max_pending]
+                keys=[self._session_key(session_id)], args=[f"p:{key}", orjson.dumps(stored_value), max_pending]
             )
+        if stored == 2 and counted_as is not None:  # a new counted entry: one more command, elicitations only
+            with self._op("count_pending"):
+                await self._redis.hincrby(self._counts_key, counted_as, 1)
         return bool(stored)
 
     async def drop_pending(self, session_id: str, key: str) -> bool:
-        with self._op("drop_pending"):
-            return bool(await self._redis.hdel(self._session_key(session_id), f"p:{key}"))
+        return await self._remove_pending(session_id, [f"p:{key}"]) > 0
+
+    async def _remove_pending(self, session_id: str, fields: list[str]) -> int:
+        """Remove pending entries (all with no fields) and uncount the counted ones; how many were removed."""
+        with self._op("take_pending"):
+            taken = cast(list[bytes], await self._take_pending(keys=[self._session_key(session_id)], args=fields))
+            names = [n for n in (_counted(raw) for raw in taken) if n is not None]
+            if names:
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for name in names:
+                        pipe.hincrby(self._counts_key, name, -1)
+                    await pipe.execute()
+        return len(taken)
+
+    async def pending_counts(self) -> dict[str, int]:
+        with self._op("pending_counts"):
+            raw = cast(dict[bytes, bytes], await self._redis.hgetall(self._counts_key))
+        return {k.decode(): int(v) for k, v in raw.items() if int(v) > 0}
 
     async def take_idle(self, idle_s: float, limit: int = 100) -> list[tuple[str, dict[str, Any]]]:
         """Claim sessions idle for idle_s (ZREM decides which replica ends each one) and delete them."""
@@ -214,6 +278,7 @@ class RedisStateStore:
                 if not await self._redis.zrem(index, sid):
                     continue  # another replica claimed it
                 key = self._session_key(sid)
+                await self._remove_pending(sid, [])
                 async with self._redis.pipeline(transaction=True) as pipe:
                     pipe.hget(key, "r")
                     pipe.delete(key)

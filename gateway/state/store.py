@@ -53,8 +53,16 @@ class StateStore(Protocol):
         """Live host sessions of every replica (the max_sessions bound)."""
         ...
 
-    async def put_pending(self, session_id: str, key: str, value: dict[str, Any], max_pending: int) -> bool:
-        """Remember a server request sent to the host; False if the session is gone or at the cap."""
+    async def put_pending(
+        self, session_id: str, key: str, value: dict[str, Any], max_pending: int, counted_as: str | None = None
+    ) -> bool:
+        """Remember a server request sent to the host; False if the session is gone or at the cap.
+        `counted_as` (a server name): counted in `pending_counts` until it is taken, dropped or its
+        session deleted (elicitations waiting for a person)."""
+        ...
+
+    async def pending_counts(self) -> dict[str, int]:
+        """Server requests counted by `put_pending`, per name, across every replica."""
         ...
 
     async def drop_pending(self, session_id: str, key: str) -> bool: ...

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import anyio
 import pytest
 from gateway_harness import Proc, free_port, gateway, upstream_server
 from mcp import Client
@@ -153,6 +154,25 @@ async def elicit(gw: Proc, server: str, params: dict[str, Any]) -> dict[str, Any
     return out
 
 
+async def test_pending_elicitations_count_while_a_person_has_not_answered(gw: Proc) -> None:
+    asked, release = anyio.Event(), anyio.Event()
+
+    async def host(context: Any, p: Any) -> ElicitResult:
+        asked.set()
+        await release.wait()
+        return ElicitResult(action="accept", content={"name": "Ann"})
+
+    before = value(scrape(gw), "mcpgw_elicitations_pending", server="main")
+    async with Client(f"{gw.base}/servers/main/mcp", mode="legacy", elicitation_callback=host) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "ask_name", {})
+            await asked.wait()
+            during = value(await anyio.to_thread.run_sync(scrape, gw), "mcpgw_elicitations_pending", server="main")
+            release.set()
+    after = value(scrape(gw), "mcpgw_elicitations_pending", server="main")
+    assert (before, during, after) == (0, 1, 0)
+
+
 async def test_metrics_move_as_traffic_flows(gw: Proc) -> None:
     before = scrape(gw)
     async with Client(f"{gw.base}/servers/main/mcp", mode="legacy") as client:
@@ -181,6 +201,7 @@ async def test_metrics_move_as_traffic_flows(gw: Proc) -> None:
     assert value(after, "mcpgw_upstream_errors_total", server="main") == 0
     assert 'mcpgw_host_sessions_active{server="main"}' in after
     assert 'mcpgw_elicitations_pending{server="main"}' in after
+    assert 'mcpgw_url_completions_pending{server="main"}' in after
     assert 'mcpgw_upstream_reconnects_total{server="main"}' in after or value(after, "mcpgw_upstream_reconnects_total") == 0
     assert "mcpgw_host_sessions" in after
     # No label carries a session id, a user or a value.

@@ -311,6 +311,26 @@ async def test_pending_entries_are_capped_and_dropped(harness: StoreHarness) -> 
     assert await store.load_session("s1", 30, take="i:9") == ({"v": 2}, {"id": 9})
 
 
+async def test_counted_pending_entries_are_uncounted_when_taken_dropped_or_deleted(harness: StoreHarness) -> None:
+    store = harness.store
+    for sid in ("s1", "s2"):
+        await store.put_session(sid, {"v": 1}, ttl_s=30)
+    assert await store.put_pending("s1", "i:1", {"id": 1}, max_pending=5, counted_as="crm")
+    assert await store.put_pending("s1", "i:1", {"id": 1, "again": 1}, max_pending=5, counted_as="crm")  # replaced
+    assert await store.put_pending("s1", "i:2", {"id": 2}, max_pending=5, counted_as="crm")
+    assert await store.put_pending("s1", "i:3", {"id": 3}, max_pending=5)  # sampling: not counted
+    assert await store.put_pending("s2", "i:1", {"id": 1}, max_pending=5, counted_as="files")
+    assert await store.pending_counts() == {"crm": 2, "files": 1}
+    # taken: the entry comes back as it was put (the count marker stays inside the store)
+    assert await store.load_session("s1", 30, take="i:1") == ({"v": 1}, {"id": 1, "again": 1})
+    assert await store.load_session("s1", 30, take="i:1") == ({"v": 1}, None)  # once
+    assert await store.pending_counts() == {"crm": 1, "files": 1}
+    assert await store.drop_pending("s1", "i:2") and not await store.drop_pending("s1", "i:2")
+    assert await store.pending_counts() == {"files": 1}
+    await store.delete_session("s2")
+    assert await store.pending_counts() == {}
+
+
 async def test_session_expires_with_its_pending_entries(harness: StoreHarness) -> None:
     store = harness.store
     await store.put_session("s1", {"v": 1}, ttl_s=0.2)
