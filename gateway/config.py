@@ -239,7 +239,7 @@ class AdminConfig(_Frozen):
     enabled: bool = False
     """Serve the decisions page at /admin (behind the admin credential)."""
     recent_decisions: int = Field(default=500, ge=10, le=100000)
-    """Decisions kept in memory for the page (per replica)."""
+    """Decisions kept for the page: in the state store for the whole fleet, and in each replica (its fallback)."""
 
     @model_validator(mode="after")
     def _hashes(self) -> AdminConfig:

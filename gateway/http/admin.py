@@ -2,7 +2,8 @@
 
 Off unless `admin.enabled`; always behind the admin credential (`admin_guard`, gateway/http/auth.py).
 Shows servers and their health, live session counts, and the latest elicitation
-decisions of this replica (rule, decision, change summary, form field names),
+decisions of every replica (from the state store; this replica's when it is down:
+rule, decision, change summary, form field names),
 filterable by server and decision, with a chart of decisions per minute.
 Never any field value, message, URL, session id or user: the feed does not hold them.
 """
@@ -78,18 +79,22 @@ def add_admin_routes(app: web.Application, sources: AdminSources) -> None:
         server = server if server in names else None
         decision = decision if decision in DECISIONS else None
         stored = await sources.stored_sessions()
-        html = render_page(sources, servers, stored, server, decision)
+        shared = await sources.feed.shared()
+        html = render_page(sources, servers, stored, server, decision, shared)
         return web.Response(text=html, content_type="text/html", charset="utf-8", headers=_HEADERS)
 
     app.router.add_get("/admin", page)
 
 
 def render_page(
-    sources: AdminSources, servers: list[ServerStatus], stored: int | None, server: str | None, decision: str | None
+    sources: AdminSources, servers: list[ServerStatus], stored: int | None, server: str | None, decision: str | None,
+    shared: list[DecisionEntry] | None = None,
 ) -> str:
+    """`shared`: every replica's latest decisions (oldest first); None falls back to this replica's."""
     feed = sources.feed
-    entries = feed.latest(server=server, decision=decision, limit=100)
-    chart_entries = [e for e in feed.all() if server is None or e.server == server]
+    entries = feed.latest(server=server, decision=decision, limit=100, entries=shared)
+    scope = "every replica" if shared is not None else "this replica only (the state store is unavailable)"
+    chart_entries = [e for e in (shared if shared is not None else feed.all()) if server is None or e.server == server]
     buckets = feed.per_minute(chart_entries, minutes=30)
     now = time.time()
     live = sum(s.active_sessions for s in servers)
@@ -104,7 +109,7 @@ def render_page(
         '<section class=cards>',
         _card("Host sessions (all replicas)", stored_text, "sessions"),
         _card("Served now (this replica)", str(live), "live-sessions"),
-        _card("Decisions recorded", str(feed.total), "decisions-total"),
+        _card("Decisions recorded (this replica)", str(feed.total), "decisions-total"),
         "</section>",
         "<h2>Servers</h2>",
         _servers_table(servers),
@@ -113,7 +118,7 @@ def render_page(
         "<h2>Latest decisions</h2>",
         _filter_form([s.name for s in servers], server, decision),
         _decisions_table(entries),
-        "<footer>Decisions of this replica only, newest first. Rule ids, decisions, change summaries and "
+        f"<footer>Decisions of {escape(scope)}, newest first. Rule ids, decisions, change summaries and "
         "field names; never a field value.</footer>",
         "</body></html>",
     ]

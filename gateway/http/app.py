@@ -107,7 +107,7 @@ def create_app(cfg: LoadedConfig) -> web.Application:
         gw.state.url if gw.state.backend == "redis" and gw.state.url else "memory://",
         key_prefix=f"{gw.state.key_prefix}rl",
     ), metrics)
-    feed = app[FEED_KEY] = DecisionFeed(gw.admin.recent_decisions)
+    feed = app[FEED_KEY] = DecisionFeed(gw.admin.recent_decisions, state if gw.admin.enabled else None)
 
     def make_gate(name: str, policy: ElicitationPolicy) -> ElicitationGate:
         return ElicitationGate(name, policy, limiter, feed.record)
@@ -240,12 +240,14 @@ def create_app(cfg: LoadedConfig) -> web.Application:
         for driver in drivers.values():
             await driver.upstream.start()
         reloader.start()
+        feed.start()
         background = [
             asyncio.create_task(_sweep(state, list(drivers.values()), gw.sessions.idle_timeout_seconds, sweep_every)),
             asyncio.create_task(_heartbeat(state, replica)),
         ]
         yield
         await reloader.stop()
+        await feed.stop()
         for task in background:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -65,6 +65,7 @@ class MemoryStateStore:
         self._event_logs: dict[str, _Expiring[deque[tuple[int, bytes]]]] = {}
         self._mutations = 0
         self._pending_counts: collections.Counter[str] = collections.Counter()
+        self._decisions: deque[bytes] = deque(maxlen=500)
 
     # -- expiry helpers ------------------------------------------------------------------
     def _alive(self, table: dict[Any, _Expiring[T]], key: Any) -> _Expiring[T] | None:
@@ -166,6 +167,14 @@ class MemoryStateStore:
         raw = entry.value.pending.pop(key, None) if entry is not None else None
         self._uncount(raw)
         return raw is not None
+
+    async def append_decision(self, entry: bytes, keep: int) -> None:
+        if self._decisions.maxlen != keep:
+            self._decisions = deque(self._decisions, maxlen=keep)
+        self._decisions.appendleft(entry)
+
+    async def recent_decisions(self, limit: int) -> list[bytes]:
+        return list(self._decisions)[:limit]
 
     async def pending_counts(self) -> dict[str, int]:
         return {name: n for name, n in self._pending_counts.items() if n > 0}

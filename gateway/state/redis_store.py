@@ -6,6 +6,7 @@ and '{' inside ids cannot collide with the separators or hash tags):
     <p>sess:<sid>                         hash {r: orjson record, p:<key>: pending server request}, PX = session TTL
     <p>sessions                           sorted set sid -> last seen (unix s): the idle-sweep index
     <p>pending_counts                     hash server -> elicitations waiting for a host answer (all replicas)
+    <p>decisions                          list: the latest /admin decision summaries (no values), newest first
     <p>wake:<sid>                         pub/sub channel: "something was appended to <sid>'s buffer"
     <p>replica:<id>                       string, PX = heartbeat TTL: the replica is alive
     <p>owner:<server>:<upstream>:<eid>    hash {h: host session, u: user, done?: 1}
@@ -261,6 +262,17 @@ class RedisStateStore:
                         pipe.hincrby(self._counts_key, name, -1)
                     await pipe.execute()
         return len(taken)
+
+    async def append_decision(self, entry: bytes, keep: int) -> None:
+        with self._op("append_decision"):
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.lpush(f"{self._prefix}decisions", entry)
+                pipe.ltrim(f"{self._prefix}decisions", 0, keep - 1)
+                await pipe.execute()
+
+    async def recent_decisions(self, limit: int) -> list[bytes]:
+        with self._op("recent_decisions"):
+            return cast(list[bytes], await self._redis.lrange(f"{self._prefix}decisions", 0, limit - 1))
 
     async def pending_counts(self) -> dict[str, int]:
         with self._op("pending_counts"):

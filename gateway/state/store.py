@@ -61,6 +61,14 @@ class StateStore(Protocol):
         session deleted (elicitations waiting for a person)."""
         ...
 
+    async def append_decision(self, entry: bytes, keep: int) -> None:
+        """Add an /admin decision summary (never values) to the shared list of the latest `keep`."""
+        ...
+
+    async def recent_decisions(self, limit: int) -> list[bytes]:
+        """The latest decision summaries of every replica, newest first."""
+        ...
+
     async def pending_counts(self) -> dict[str, int]:
         """Server requests counted by `put_pending`, per name, across every replica."""
         ...

@@ -41,14 +41,15 @@ def redis_state(url: str = "redis://127.0.0.1:6379/15") -> dict[str, Any]:
 
 @contextmanager
 def cluster(
-    tmp: Path, state: dict[str, Any], sessions: dict[str, Any] | None = None, era: str = "both"
+    tmp: Path, state: dict[str, Any], sessions: dict[str, Any] | None = None, era: str = "both",
+    extra: dict[str, Any] | None = None,
 ) -> Iterator[tuple[Proc, Proc, Proc]]:
     """Upstream SDK server, replicas A and B on one Redis, and the balancer in front of them."""
     with ExitStack() as stack:
         up = stack.enter_context(upstream_server(tmp, era=era))
         servers = {"up": (up.base + "/mcp", POLICY)}
-        a = stack.enter_context(gateway(tmp, servers, state, sessions, name="replica-a"))
-        b = stack.enter_context(gateway(tmp, servers, state, sessions, name="replica-b"))
+        a = stack.enter_context(gateway(tmp, servers, state, sessions, name="replica-a", extra=extra))
+        b = stack.enter_context(gateway(tmp, servers, state, sessions, name="replica-b", extra=extra))
         lb = stack.enter_context(balancer(tmp, [a, b]))
         yield a, b, lb
 
@@ -276,3 +277,19 @@ async def test_the_aggregated_endpoint_works_across_replicas(tmp_path: Path) -> 
         for replica in (a, b):
             assert '"event":"request"' in replica.output()
     assert len(seen) == 3 and all(p.message.startswith("[up] ") for p in seen)
+
+
+async def test_the_admin_page_of_either_replica_shows_the_decisions_of_both(tmp_path: Path) -> None:
+    async def host(context: Any, params: Any) -> ElicitResult:
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
+    with cluster(tmp_path, redis_state(), extra={"admin": {"enabled": True}}) as (a, b, _):
+        for replica in (a, b):  # one password form blocked on each replica
+            async with Client(f"{replica.base}/servers/up/mcp", mode="legacy", elicitation_callback=host) as client:
+                with pytest.raises(MCPError):
+                    await client.call_tool("sign_in", {})
+        await anyio.sleep(0.5)  # published in the background
+        async with httpx2.AsyncClient(timeout=10) as http:
+            pages = [(await http.get(f"{replica.base}/admin")).text for replica in (a, b)]
+    for page in pages:  # each replica made one decision; each page lists both
+        assert page.count('<tr class=decision data-decision="block"') == 2 and "every replica" in page
