@@ -3,6 +3,7 @@ config keys, the CLI's version, schema and one-line errors, explain's rule locat
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -22,6 +23,8 @@ from gateway.metrics import era_label
 from gateway.policy.engine import Decision
 from gateway.policy.policy_config import ElicitationPolicy
 from gateway.policy.schema_export import policy_schema_text
+from gateway.state.errors import StateUnavailable
+from gateway.state.memory_store import MemoryStateStore
 
 REPO = Path(__file__).resolve().parents[2]
 LINK_FORM = {
@@ -102,6 +105,33 @@ def test_feed_keeps_names_and_counts_never_values() -> None:
     buckets = feed.per_minute(feed.all(), minutes=5, now=newest.at)
     assert len(buckets) == 5 and sum(buckets[-1].values()) == 10 and sum(buckets[0].values()) == 0
     assert feed.per_minute(feed.all(), minutes=5, now=newest.at + 3600) == [dict.fromkeys(("allow", "modify", "block"), 0)] * 5
+
+
+@pytest.mark.anyio
+async def test_feed_publishes_to_the_store_and_falls_back_to_its_own_ring_when_the_store_is_down() -> None:
+    store = MemoryStateStore()
+    feed = DecisionFeed(size=10, store=store)
+    other = DecisionFeed(size=10, store=store)  # another replica on the same store
+    form = {"mode": "form", "requestedSchema": {"type": "object", "properties": {"pw": {"default": "Zed-Value"}}}}
+    feed.start()
+    other.start()
+    feed.record("a", "form", Decision("block", ("sensitive_fields",), "r", None), form)
+    other.record("b", "form", Decision("allow", (), "r", None), form)
+    for _ in range(50):
+        await asyncio.sleep(0.01)
+        shared = await feed.shared()
+        if shared is not None and len(shared) == 2:
+            break
+    assert shared is not None and [e.server for e in feed.latest(entries=shared)] == ["b", "a"]
+    assert b"Zed-Value" not in b"".join(await store.recent_decisions(10))
+
+    async def down(limit: int) -> list[bytes]:
+        raise StateUnavailable("down")
+
+    store.recent_decisions = down  # type: ignore[method-assign]
+    assert await feed.shared() is None and [e.server for e in feed.latest()] == ["a"]
+    await feed.stop()
+    await other.stop()
 
 
 def test_era_labels_are_a_fixed_set() -> None:
