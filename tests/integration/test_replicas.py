@@ -60,12 +60,20 @@ def text_of(result: Any) -> str:
     return block.text
 
 
-async def test_a_session_alternating_between_replicas_completes_a_form_elicitation(tmp_path: Path) -> None:
-    seen: list[Any] = []
+class Answering:
+    """An SDK elicitation callback that accepts with a name and keeps what it was asked."""
 
-    async def answer(context: Any, params: Any) -> ElicitResult:
-        seen.append(params)
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    async def __call__(self, context: Any, params: Any) -> ElicitResult:
+        self.seen.append(params)
         return ElicitResult(action="accept", content={"name": "Ada"})
+
+
+async def test_a_session_alternating_between_replicas_completes_a_form_elicitation(tmp_path: Path) -> None:
+    answer = Answering()
+    seen = answer.seen
 
     with cluster(tmp_path, redis_state()) as (a, b, lb):
         async with Client(f"{lb.base}/servers/up/mcp", mode="legacy", elicitation_callback=answer) as client:
@@ -258,11 +266,8 @@ __all__ = ["_established_to"]
 async def test_the_aggregated_endpoint_works_across_replicas(tmp_path: Path) -> None:
     """/mcp and /servers/up/mcp behind the balancer: the per-server session behind /mcp is found by
     either replica, and an elicitation's answer reaching the other replica is routed by its id."""
-    seen: list[Any] = []
-
-    async def answer(context: Any, params: Any) -> ElicitResult:
-        seen.append(params)
-        return ElicitResult(action="accept", content={"name": "Ada"})
+    answer = Answering()
+    seen = answer.seen
 
     with cluster(tmp_path, redis_state()) as (a, b, lb):
         async with Client(f"{lb.base}/mcp", mode="legacy", elicitation_callback=answer) as client:
