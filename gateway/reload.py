@@ -1,17 +1,21 @@
-"""Live reload of policies: on SIGHUP and when the config file or a policy file changes.
+"""Live reload of servers and policies: on SIGHUP and when the config file or a policy file changes.
 
 A reload loads and validates the whole config again (every policy it names)
-before anything changes. Then each server whose policy differs gets a new
-`ElicitationGate`, swapped into its driver in one assignment: a decision under
-way finishes with the gate it started with, the next one uses the new gate.
-Sessions, streams and rate-limit counters are untouched.
+before anything changes. Then:
+- each server whose policy differs gets a new `ElicitationGate`, swapped into its
+  driver in one assignment: a decision under way finishes with the gate it started
+  with, the next one uses the new gate. Sessions, streams and rate-limit counters
+  are untouched;
+- servers added to `servers` are served at once; servers removed answer 404 at once
+  (their calls in flight end); a server whose definition changed (url, command,
+  headers, transport, ...) is replaced by a new one, and its old sessions are no
+  longer found (hosts initialize again): see gateway/http/servers.py.
 
-A file that does not load keeps every old policy; the log says why
+A file that does not load keeps everything as it was; the log says why
 (`config.reload_failed`, with file, key path and problem). What changed is logged
 as key paths (`config.reloaded`), never as values (headers may hold credentials).
-Anything other than policies (listen, state, sessions, logging, tracing, admin,
-servers added, removed or re-pointed) takes a restart: such changes are logged
-as `config.restart_required` and not applied.
+Anything else (listen, state, sessions, auth, logging, tracing, admin, aggregate)
+takes a restart: such changes are logged as `config.restart_required` and not applied.
 """
 
 from __future__ import annotations
@@ -20,14 +24,14 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gateway.config import LoadedConfig, load_config
-from gateway.driver.session_driver import SessionDriver
+from gateway.config import LoadedConfig, ServerConfig, load_config
 from gateway.elicitation_gate import ElicitationGate
 from gateway.errors import ConfigError
+from gateway.http.servers import LiveServers
 from gateway.logs import get_logger
 from gateway.metrics import GatewayMetrics
 from gateway.policy.policy_config import ElicitationPolicy, PolicyFile
@@ -40,14 +44,16 @@ FileSignature = tuple[int, int, int] | None
 
 class PolicyReloader:
     def __init__(
-        self, cfg: LoadedConfig, drivers: Mapping[str, SessionDriver], make_gate: GateFactory,
-        metrics: GatewayMetrics | None = None,
+        self, cfg: LoadedConfig, servers: LiveServers, make_gate: GateFactory, metrics: GatewayMetrics | None = None,
     ) -> None:
         self.started = cfg
-        """The config the process started with: everything but policies stays as it was."""
+        """The config the process started with: everything but servers and policies stays as it was."""
+        self.current = cfg
+        """The config in effect for servers and policies."""
         self.policies: dict[str, PolicyFile] = dict(cfg.policies)
         self.policy_paths: dict[str, Path | None] = dict(cfg.policy_paths)
-        self._drivers = drivers
+        self._servers = servers
+        self._drivers = servers.drivers
         self._make_gate = make_gate
         self._metrics = metrics
         self._lock = asyncio.Lock()
@@ -115,6 +121,22 @@ class PolicyReloader:
                           key=exc.path or None, problem=exc.problem, kept="previous policies")
                 return False
             restart = _restart_keys(self.started, new)
+            old_servers, new_servers = self.current.gateway.servers, new.gateway.servers
+            removed = sorted(set(old_servers) - set(new_servers))
+            added = sorted(set(new_servers) - set(old_servers))
+            replaced = sorted(n for n in set(old_servers) & set(new_servers)
+                              if _server_raw(old_servers[n]) != _server_raw(new_servers[n]))
+            server_changes = {n: _diff(_server_raw(old_servers[n]), _server_raw(new_servers[n]), "")
+                              for n in replaced}
+            for name in removed + replaced:
+                await self._servers.remove(name)
+                self.policies.pop(name, None)
+                self.policy_paths.pop(name, None)
+            for name in replaced + added:
+                await self._servers.add(name, new_servers[name], new.policies[name].elicitation)
+                self.policies[name] = new.policies[name]
+                self.policy_paths[name] = new.policy_paths[name]
+            self.current = new
             swapped: dict[str, list[str]] = {}
             gates: dict[str, ElicitationGate] = {}
             for name in self._drivers:
@@ -138,7 +160,11 @@ class PolicyReloader:
             if restart:
                 log.warning("config.restart_required", trigger=trigger, keys=restart,
                             detail="these changes are not applied until the gateway restarts")
-            if swapped:
+            if removed or added or replaced:
+                log.warning("config.servers_changed", trigger=trigger, added=added, removed=removed,
+                            replaced={n: c for n, c in sorted(server_changes.items())},
+                            detail="sessions of removed and replaced servers end; hosts initialize again")
+            if swapped or removed or added or replaced:
                 self._count("applied")
                 log.info("config.reloaded", trigger=trigger, files=changed,
                          servers=sorted(swapped), changes={n: c for n, c in sorted(swapped.items())})
@@ -174,10 +200,11 @@ def _diff(old: Any, new: Any, path: str) -> list[str]:
     return [] if old == new else [path or "(root)"]
 
 
+def _server_raw(server: ServerConfig) -> dict[str, Any]:
+    return server.model_dump(mode="json", exclude={"policy"})  # policies swap under live sessions
+
+
 def _restart_keys(started: LoadedConfig, new: LoadedConfig) -> list[str]:
-    old_raw = started.gateway.model_dump(mode="json")
-    new_raw = new.gateway.model_dump(mode="json")
-    for raw in (old_raw, new_raw):
-        for server in raw["servers"].values():
-            server.pop("policy", None)  # policies are reloaded, wherever they live
+    old_raw = started.gateway.model_dump(mode="json", exclude={"servers"})
+    new_raw = new.gateway.model_dump(mode="json", exclude={"servers"})
     return _diff(old_raw, new_raw, "")

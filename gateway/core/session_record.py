@@ -24,6 +24,9 @@ class SessionRecord:
     host_capabilities: dict[str, Any] | None = None
     """Kept only when the upstream speaks 2026-07-28: every request to it carries them."""
     client_info: Any = None
+    generation: str | None = None
+    """The server's config when the session opened (a hash): a server re-pointed by a live reload
+    does not serve the sessions of its old upstream."""
 
     def to_json(self) -> dict[str, Any]:
         raw: dict[str, Any] = {
@@ -32,11 +35,13 @@ class SessionRecord:
         }
         if self.host_capabilities is not None:
             raw["hc"], raw["ci"] = self.host_capabilities, self.client_info
+        if self.generation is not None:
+            raw["g"] = self.generation
         return raw
 
     @classmethod
     def from_json(cls, session_id: str, raw: dict[str, Any]) -> SessionRecord:
         return cls(
             session_id, raw["s"], raw["u"], raw["hv"], raw["uv"], frozenset(raw["o"]), raw.get("us"),
-            raw.get("hc"), raw.get("ci"),
+            raw.get("hc"), raw.get("ci"), raw.get("g"),
         )

@@ -42,3 +42,5 @@ class DriverSettings:
     elicitation_timeout: float = 600.0
     max_notifications_per_second: float = 200.0
     protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
+    generation: str | None = None
+    """A hash of the server's config: sessions stored under another one are not this server's."""

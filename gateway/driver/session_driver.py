@@ -170,7 +170,7 @@ class SessionDriver:
             assert isinstance(params, dict)
             caps = params.get("capabilities") if isinstance(params.get("capabilities"), dict) else {}
             rec = SessionRecord(sid, self.server, user or sid, host_version, eras.MODERN_VERSION, offered, None,
-                                caps, params.get("clientInfo"))
+                                caps, params.get("clientInfo"), self.settings.generation)
             result: dict[str, Any] = {"protocolVersion": host_version, "capabilities": profile.capabilities,
                                       "serverInfo": profile.server_info or {"name": self.server, "version": ""}}
             if isinstance(profile.instructions, str):
@@ -200,7 +200,8 @@ class SessionDriver:
             return
         upstream_version, host_answer = host_side.initialize_answer(answer, host_version)
         # Until host authentication exists, the user identity is the session.
-        rec = SessionRecord(sid, self.server, user or sid, host_version, upstream_version, offered, upstream_sid)
+        rec = SessionRecord(sid, self.server, user or sid, host_version, upstream_version, offered, upstream_sid,
+                            generation=self.settings.generation)
         await self._created(rec, started, host_answer, responder)
 
     async def _created(self, rec: SessionRecord, started: float, answer: dict[str, Any], responder: Responder) -> None:
@@ -218,7 +219,8 @@ class SessionDriver:
     async def load(self, sid: str, take: str | None = None) -> tuple[SessionRecord, dict[str, Any] | None]:
         """The session (any replica's), and with `take` a pending server request released once."""
         raw, pending = await self.store.load_session(sid, self.settings.session_ttl, take)
-        if raw is None or raw.get("s") != self.server:
+        generation = self.settings.generation
+        if raw is None or raw.get("s") != self.server or raw.get("g", generation) != generation:
             raise HostProtocolError(404, INVALID_REQUEST, "Session not found")
         return SessionRecord.from_json(sid, raw), pending
 

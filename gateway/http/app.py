@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Literal
 
 from aiohttp import web
@@ -24,6 +24,7 @@ from gateway.http.admin import AdminSources, ServerStatus, add_admin_routes, cou
 from gateway.http.auth import ADMIN_GUARD_KEY, IDENTITY_KEY, AdminGuard, Authenticator, AuthFailed, admin_guard
 from gateway.http.endpoint import SESSION_HEADER, ServerEndpoint
 from gateway.http.guards import UserSessions, boundary_middleware, read_body
+from gateway.http.servers import LiveServers
 from gateway.identity import Identity
 from gateway.logs import get_logger
 from gateway.metrics import GatewayMetrics
@@ -129,22 +130,24 @@ def create_app(cfg: LoadedConfig) -> web.Application:
         keepalive=gw.sessions.keepalive_seconds,
         elicitation_timeout=gw.sessions.elicitation_timeout_seconds,
     )
-    drivers = {
-        name: SessionDriver(
-            name, ObservedUpstream(upstream_from_config(name, gw.servers[name]), metrics),
-            make_gate(name, cfg.policies[name].elicitation),
-            state, metrics, dataclasses.replace(settings, protocol=_protocol(gw.servers[name])), replica,
+
+    def build(name: str, server: ServerConfig, policy: ElicitationPolicy, generation: str) -> SessionDriver:
+        return SessionDriver(
+            name, ObservedUpstream(upstream_from_config(name, server), metrics), make_gate(name, policy),
+            state, metrics, dataclasses.replace(settings, protocol=_protocol(server), generation=generation), replica,
         )
-        for name in gw.servers
-    }
-    endpoints = {name: ServerEndpoint(driver) for name, driver in drivers.items()}
+
+    servers = LiveServers(build)
+    for name, server in gw.servers.items():
+        servers.put(name, server, cfg.policies[name].elicitation)
+    drivers, endpoints = servers.drivers, servers.endpoints  # changed in place by live reloads
     app[ENDPOINTS_KEY] = endpoints
     aggregate = AggregateDriver(drivers, state, AggregateSettings(
         list_timeout=gw.aggregate.list_timeout_seconds, discover_every=gw.aggregate.discover_seconds,
         session_ttl=settings.session_ttl, keepalive=gw.sessions.keepalive_seconds,
     )) if gw.aggregate.enabled else None
     per_user = UserSessions(state, gw.sessions.max_sessions_per_user)
-    reloader = app[RELOADER_KEY] = PolicyReloader(cfg, drivers, make_gate, metrics)
+    reloader = app[RELOADER_KEY] = PolicyReloader(cfg, servers, make_gate, metrics)
     metrics.watch_live(lambda: {
         n: (len(d.live), sum(lv.awaiting_completions for lv in d.live.values()))
         for n, d in drivers.items()
@@ -237,12 +240,11 @@ def create_app(cfg: LoadedConfig) -> web.Application:
         ))
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        for driver in drivers.values():
-            await driver.upstream.start()
+        await servers.start()
         reloader.start()
         feed.start()
         background = [
-            asyncio.create_task(_sweep(state, list(drivers.values()), gw.sessions.idle_timeout_seconds, sweep_every)),
+            asyncio.create_task(_sweep(state, drivers, gw.sessions.idle_timeout_seconds, sweep_every)),
             asyncio.create_task(_heartbeat(state, replica)),
         ]
         yield
@@ -252,12 +254,10 @@ def create_app(cfg: LoadedConfig) -> web.Application:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        for driver in drivers.values():
-            await driver.close()
+        await servers.close()
         if gw.state.backend == "memory":  # sessions die with this process: end them upstream too
             with contextlib.suppress(StateUnavailable):
-                await _end_idle(state, list(drivers.values()), 0.0, "shutdown",
-                                limit=gw.sessions.max_sessions * len(drivers))
+                await _end_idle(state, drivers, 0.0, "shutdown", limit=gw.sessions.max_sessions * len(drivers))
         for driver in drivers.values():
             await driver.upstream.close()
         await limiter.close()
@@ -278,7 +278,7 @@ def _health(driver: SessionDriver) -> dict[str, object]:
 def _server_statuses(reloader: PolicyReloader, drivers: dict[str, SessionDriver]) -> list[ServerStatus]:
     out = []
     for name, driver in sorted(drivers.items()):
-        server = reloader.started.gateway.servers[name]
+        server = reloader.current.gateway.servers[name]
         path = reloader.policy_paths.get(name)
         upstream = driver.upstream
         health = upstream.health if isinstance(upstream, ObservedUpstream) else None
@@ -293,16 +293,16 @@ def _server_statuses(reloader: PolicyReloader, drivers: dict[str, SessionDriver]
 
 
 async def _end_idle(
-    state: StateStore, drivers: list[SessionDriver], idle_seconds: float, reason: str, limit: int = 100
+    state: StateStore, drivers: Mapping[str, SessionDriver], idle_seconds: float, reason: str, limit: int = 100
 ) -> None:
-    by_server = {d.server: d for d in drivers}
     for sid, raw in await state.take_idle(idle_seconds, limit):
-        driver = by_server.get(raw.get("s", ""))
-        if driver is not None:
+        driver = drivers.get(raw.get("s", ""))
+        # A session of a server since removed or re-pointed: its upstream is not the current one.
+        if driver is not None and raw.get("g", driver.settings.generation) == driver.settings.generation:
             await driver.expired(sid, raw, reason)
 
 
-async def _sweep(state: StateStore, drivers: list[SessionDriver], idle_seconds: float, every: float) -> None:
+async def _sweep(state: StateStore, drivers: Mapping[str, SessionDriver], idle_seconds: float, every: float) -> None:
     """Sessions idle on every replica are claimed (by exactly one replica) and ended upstream."""
     while True:
         await asyncio.sleep(every)

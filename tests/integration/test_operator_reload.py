@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -11,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 import yaml
-from gateway_harness import Proc, gateway, upstream_server
+from gateway_harness import Proc, gateway, text_of, upstream_server
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, TextContent
 
 pytestmark = pytest.mark.anyio
@@ -165,7 +168,58 @@ async def test_changes_that_need_a_restart_are_reported_not_applied(gw: Proc, tm
     write_atomically(config_path, yaml.safe_dump(config))
     gw.process.send_signal(signal.SIGHUP)
     restart = await wait_for_event(gw, "config.restart_required", 1)
-    assert sorted(restart["keys"]) == ["listen.port", "servers.main.headers.Authorization"]
+    assert restart["keys"] == ["listen.port"]
+    replaced = await wait_for_event(gw, "config.servers_changed", 1)  # the server's headers: applied live
+    assert replaced["replaced"] == {"main": ["headers.Authorization"]}
     assert "s3cr3t-t0ken" not in gw.output()
     async with Client(f"{gw.base}/servers/main/mcp", mode="legacy") as client:  # still serving on its port
         await client.call_tool("echo", {"text": "still here"})
+
+
+async def test_servers_added_removed_and_re_pointed_by_a_reload(tmp_path: Path) -> None:
+    """Under live traffic: an added server is served at once (per-server and on /mcp), a removed one
+    answers 404, and a re-pointed one serves new sessions from its new upstream while its old
+    sessions are no longer found."""
+    with upstream_server(tmp_path, "one") as one, upstream_server(tmp_path, "two") as two:
+        servers = {"main": (one.base + "/mcp", KEEP_LINKS)}
+        with gateway(tmp_path, servers, extra={"reload": {"watch": False}}) as g:
+            config_path = tmp_path / "gateway.yaml"
+
+            def reload_with(change: Any) -> None:
+                config = yaml.safe_load(config_path.read_text())
+                change(config["servers"])
+                write_atomically(config_path, yaml.safe_dump(config))
+                g.process.send_signal(signal.SIGHUP)
+
+            old = Client(f"{g.base}/servers/main/mcp", mode="legacy")
+            await old.__aenter__()
+            try:
+                reload_with(lambda s: s.update(extra={"url": two.base + "/mcp", "policy": s["main"]["policy"]}))
+                await wait_for_event(g, "config.servers_changed", 1)
+                async with Client(f"{g.base}/servers/extra/mcp", mode="legacy") as client:
+                    assert text_of(await client.call_tool("echo", {"text": "added"})) == "added"
+                async with Client(f"{g.base}/mcp", mode="legacy") as client:
+                    names = {t.name for t in (await client.list_tools()).tools}
+                assert {"main__echo", "extra__echo"} <= names
+                assert text_of(await old.call_tool("echo", {"text": "untouched"})) == "untouched"
+
+                reload_with(lambda s: s["main"].update(url=two.base + "/mcp"))  # re-pointed
+                await wait_for_event(g, "config.servers_changed", 2)
+                with pytest.raises(MCPError, match="Session not found"):  # its upstream is not the new one
+                    await old.call_tool("echo", {"text": "old session"})
+                async with Client(f"{g.base}/servers/main/mcp", mode="legacy") as client:
+                    assert text_of(await client.call_tool("echo", {"text": "new"})) == "new"
+
+                reload_with(lambda s: s.pop("extra"))
+                await wait_for_event(g, "config.servers_changed", 3)
+                async with httpx2.AsyncClient() as http:
+                    gone = await http.post(f"{g.base}/servers/extra/mcp", json={}, headers={
+                        "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+                assert gone.status_code == 404
+            finally:
+                with contextlib.suppress(Exception):
+                    await old.__aexit__(None, None, None)
+        changes = [e for e in log_events(g, "config.servers_changed")]
+        assert [c["added"] for c in changes] == [["extra"], [], []]
+        assert [c["removed"] for c in changes] == [[], [], ["extra"]]
+        assert changes[1]["replaced"] == {"main": ["url"]}
