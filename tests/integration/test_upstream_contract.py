@@ -17,8 +17,8 @@ from gateway_harness import HERE, Proc, upstream_server
 
 from gateway.errors import UpstreamSessionGone
 from gateway.upstream.connector import Upstream
-from gateway.upstream.legacy_sse import LegacySseUpstream
 from gateway.upstream.in_memory import InMemoryUpstream, JsonReply, SseReply, Status, UpstreamCall
+from gateway.upstream.legacy_sse import LegacySseUpstream
 from gateway.upstream.stdio import StdioUpstream
 from gateway.upstream.streamable_http import StreamableHttpUpstream
 

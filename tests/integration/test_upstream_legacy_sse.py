@@ -127,7 +127,8 @@ async def connector(server: Sse, **kw: Any) -> AsyncIterator[LegacySseUpstream]:
 
 async def initialize(up: LegacySseUpstream) -> str:
     async with up.post(INIT, session_id=None, protocol_version=None) as reply:
-        assert [m async for m in reply.messages][0]["result"]["protocolVersion"] == "2024-11-05"
+        [first, *_] = [m async for m in reply.messages]
+        assert first["result"]["protocolVersion"] == "2024-11-05"
     assert reply.session_id is not None
     async with up.post(INITIALIZED, session_id=reply.session_id, protocol_version=None) as note:
         assert note.status == 202
@@ -177,7 +178,7 @@ async def test_same_origin_endpoint_gets_messages_with_the_server_headers() -> N
 
 async def test_no_endpoint_event_in_time_fails_the_first_post() -> None:
     async with serving(Sse(silent=True)) as server, connector(server, connect_timeout=0.3) as up:
-        with pytest.raises(UpstreamFailure, match="sent no endpoint event within 0.3s"):
+        with pytest.raises(UpstreamFailure, match=r"sent no endpoint event within 0\.3s"):
             await initialize(up)
 
 
