@@ -113,9 +113,10 @@ class LoggingConfig(_Frozen):
 
 
 class PoolConfig(_Frozen):
-    """Connections to one Streamable HTTP server. Requests (POST, DELETE, and the GETs that resume a
-    POST's reply) and standalone GET streams use two separate pools, so a request never waits behind
-    idle streams."""
+    """Connections to one URL server. Requests (POST, DELETE, and the GETs that resume a POST's reply)
+    and standalone GET streams use two separate pools, so a request never waits behind idle streams.
+    With `transport: sse` the requests are the POSTs of messages and the streams each session's
+    event stream."""
 
     max_connections: int = Field(default=100, ge=1)
     """Requests in flight at once (each holds one connection until its reply is read or dropped)."""
@@ -200,7 +201,7 @@ class ServerConfig(_Frozen):
     request_timeout_seconds: float | None = Field(default=None, gt=0)
     """Upper bound on one request's reply; none means no bound (streams may be long)."""
     pool: PoolConfig = PoolConfig()
-    """Streamable HTTP only."""
+    """URL servers only (Streamable HTTP and `transport: sse`)."""
     resume: ResumeConfig = ResumeConfig()
     """Streamable HTTP only."""
     restart: RestartConfig = RestartConfig()

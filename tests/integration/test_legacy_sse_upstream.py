@@ -65,3 +65,13 @@ async def test_a_password_form_is_blocked_and_never_reaches_the_host(gw: Proc) -
     decisions = [json.loads(line) for line in gw.output().splitlines() if '"elicitation.decision"' in line]
     assert any(d["server"] == "oldsse" and d["decision"] == "block" and "sensitive_fields" in d["rules"]
                for d in decisions)
+
+
+async def test_a_2026_07_28_host_is_translated_onto_the_handshake_era_the_sse_server_speaks(gw: Proc) -> None:
+    """`protocol: auto` on a `transport: sse` server means `legacy`: the server is never probed for 2026-07-28
+    (the SDK server would answer it), and a modern host's call runs there translated, elicitation included."""
+    host = Host()
+    async with Client(f"{gw.base}/servers/oldsse/mcp", mode="2026-07-28", elicitation_callback=host) as client:
+        result = await client.call_tool("greet", {})
+    assert text_of(result) == "Hello Bo (2025-11-25)"
+    assert host.seen[0].meta[ORIGIN_KEY] == {"server": "oldsse"}
