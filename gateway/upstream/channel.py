@@ -95,6 +95,8 @@ class ChannelSession:
         self.version: Any = None
         self.initialized = False
         self.restarts = 0
+        self.losses = 0
+        """Losses and failed attempts in a row (the backoff's exponent); from 1 again after a long run."""
         self.started_at = time.monotonic()
         self._lost = asyncio.Event()
         self._supervisor: asyncio.Task[None] | None = None
@@ -151,17 +153,16 @@ class ChannelSession:
     async def _supervise(self) -> None:
         up = self.upstream
         policy = up.restart
-        losses = 0
         while True:
             await self._lost.wait()
             self._lost.clear()
             reason = self.channel.reason
             await self.channel.stop()  # reap it: a child that closed stdout may still run
             lived = time.monotonic() - self.started_at
-            losses = 1 if lived >= policy.backoff_max_seconds else losses + 1
+            self.losses = 1 if lived >= policy.backoff_max_seconds else self.losses + 1
             attempts = 0
             while True:
-                delay = policy.delay(losses)
+                delay = policy.delay(self.losses)
                 log.warning("upstream.channel_lost", server=up.name, upstream_session=self.sid, channel=up.channel,
                             reason=reason.message if reason else "stopped", restart_in_seconds=round(delay, 3),
                             attempt=attempts + 1)
@@ -178,7 +179,7 @@ class ChannelSession:
                         raise
                     reason = exc
                     attempts += 1
-                    losses += 1
+                    self.losses += 1
                     if attempts >= policy.max_attempts:
                         log.error("upstream.restart_failed", server=up.name, upstream_session=self.sid,
                                   channel=up.channel, attempts=attempts, reason=exc.message)

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 from aiohttp import web
+from structlog.testing import capture_logs
 
 from gateway.errors import UPSTREAM_STREAM_LOST, UpstreamFailure, UpstreamSessionGone
 from gateway.upstream.legacy_sse import LegacySseUpstream, origin
@@ -37,7 +38,8 @@ class Sse:
 
     endpoint: Callable[[int, int], str] = lambda port, n: f"/messages/?s={n}"
     react: Callable[[Sse, int, Any], None] | None = None
-    refuse_gets: bool = False
+    refuse_gets: int = 0
+    """Answer GETs with this status (a 307 points at /elsewhere)."""
     silent: bool = False
     """Open the stream but send no endpoint event (a comment only)."""
     post_status: int = 202
@@ -63,7 +65,7 @@ class Sse:
     async def get(self, request: web.Request) -> web.StreamResponse:
         self.headers.append(("GET", dict(request.headers)))
         if self.refuse_gets:
-            return web.Response(status=503)
+            return web.Response(status=self.refuse_gets, headers={"Location": "/elsewhere"})
         n = next(self._ids)
         queue = self.sessions[n] = asyncio.Queue()
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -159,10 +161,34 @@ def test_origin_of_urls() -> None:
 async def test_an_endpoint_on_another_origin_is_refused_and_nothing_is_posted(endpoint: str) -> None:
     async with serving(Sse(endpoint=lambda port, n: endpoint.format(port=port, n=n))) as server, \
             connector(server) as up:
-        with pytest.raises(UpstreamFailure, match="named a message endpoint on another origin"):
+        with capture_logs() as logs, pytest.raises(UpstreamFailure, match="named a message endpoint on another origin"):
             await initialize(up)
         assert server.received == [] and [v for v, _ in server.headers] == ["GET"]
         assert up.session_ids == []
+    [refused] = [e for e in logs if e["event"] == "upstream.endpoint_refused"]
+    assert "messages" not in refused["endpoint_origin"] and "s=" not in refused["endpoint_origin"]
+
+
+async def test_a_later_endpoint_event_does_not_move_the_session() -> None:
+    async with serving(Sse()) as server, connector(server) as up:
+        sid = await initialize(up)
+        server.raw(1, f"event: endpoint\ndata: http://127.0.0.1:{server.port}/messages/?s=99\n\n".encode())
+        assert (await read(up, sid, call(1, "echo")))[-1]["result"] == {"session": 1}
+        assert [n for n, _ in server.received] == [1, 1, 1]
+
+
+async def test_other_event_types_and_data_that_is_not_json_are_skipped() -> None:
+    def noisy(server: Sse, n: int, message: Any) -> None:
+        if message.get("method") == "tools/call":
+            server.raw(n, b"event: ping\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n")
+            server.raw(n, b"data: not json\n\n")
+        answer(server, n, message)
+
+    async with serving(Sse(react=noisy)) as server, connector(server) as up:
+        sid = await initialize(up)
+        with capture_logs() as logs:
+            assert await read(up, sid, call(1, "echo")) == [{"jsonrpc": "2.0", "id": 1, "result": {"session": 1}}]
+    assert [e["event"] for e in logs] == ["upstream.sse_malformed"]
 
 
 async def test_same_origin_endpoint_gets_messages_with_the_server_headers() -> None:
@@ -173,6 +199,7 @@ async def test_same_origin_endpoint_gets_messages_with_the_server_headers() -> N
         assert (await read(up, sid, call(1, "echo")))[-1]["result"] == {"session": 1}
     assert [v for v, _ in server.headers] == ["GET", "POST", "POST", "POST"]
     assert all(h["Authorization"] == "Bearer upstream-token" for _, h in server.headers)
+    assert not any({"Mcp-Session-Id", "MCP-Protocol-Version"} & set(h) for _, h in server.headers)
     assert server.headers[0][1]["Accept"] == "text/event-stream"
 
 
@@ -182,10 +209,12 @@ async def test_no_endpoint_event_in_time_fails_the_first_post() -> None:
             await initialize(up)
 
 
-async def test_a_get_answered_without_an_event_stream_fails_the_first_post() -> None:
-    async with serving(Sse(refuse_gets=True)) as server, connector(server) as up:
-        with pytest.raises(UpstreamFailure, match="answered its SSE GET with HTTP 503"):
+@pytest.mark.parametrize("status", [503, 307])
+async def test_a_get_answered_without_an_event_stream_fails_the_first_post(status: int) -> None:
+    async with serving(Sse(refuse_gets=status)) as server, connector(server) as up:
+        with pytest.raises(UpstreamFailure, match=f"answered its SSE GET with HTTP {status}"):
             await initialize(up)
+        assert [v for v, _ in server.headers] == ["GET"]  # a redirect is not followed
 
 
 async def test_bound_an_event_over_max_event_bytes_ends_the_stream_and_fails_calls_in_flight() -> None:
@@ -220,7 +249,7 @@ async def test_a_lost_stream_is_reconnected_the_session_initialized_again_and_la
 async def test_bound_reconnects_give_up_after_max_attempts_and_the_session_is_gone() -> None:
     async with serving(Sse()) as server, connector(server, restart=FAST) as up:
         sid = await initialize(up)
-        server.refuse_gets = True
+        server.refuse_gets = 503
         server.close(1)
         async with asyncio.timeout(5):
             while up.session(sid) is not None:
@@ -230,14 +259,17 @@ async def test_bound_reconnects_give_up_after_max_attempts_and_the_session_is_go
         assert [v for v, _ in server.headers].count("GET") == 1 + FAST.max_attempts
 
 
-async def test_a_server_that_answers_initialize_differently_after_a_reconnect_is_given_up() -> None:
+@pytest.mark.parametrize("after", ["another version", "no answer"])
+async def test_a_server_that_answers_initialize_differently_after_a_reconnect_is_given_up(after: str) -> None:
     def other_version(server: Sse, n: int, message: Any) -> None:
         if n > 1 and message.get("method") == "initialize":
-            server.send(n, {"jsonrpc": "2.0", "id": message["id"], "result": {"protocolVersion": "2025-03-26"}})
+            if after == "another version":
+                server.send(n, {"jsonrpc": "2.0", "id": message["id"], "result": {"protocolVersion": "2025-03-26"}})
         else:
             answer(server, n, message)
 
-    async with serving(Sse(react=other_version)) as server, connector(server, restart=FAST) as up:
+    async with serving(Sse(react=other_version)) as server, \
+            connector(server, restart=FAST, connect_timeout=0.2) as up:
         sid = await initialize(up)
         server.close(1)
         async with asyncio.timeout(5):

@@ -22,20 +22,20 @@ INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
 FAST = RestartPolicy(backoff_base_seconds=0.01, backoff_max_seconds=0.05, max_attempts=3)
 
 # Answers initialize (echoing its version) and `echo` with its pid; exits on `crash`. With a marker path as
-# argv[1], every process after the first exits before reading anything (a server that cannot come back).
+# argv[1], `crash` leaves the marker and every later process exits at once (a server that cannot come back).
 SERVER = r"""
 import json, os, sys
 marker = sys.argv[1] if len(sys.argv) > 1 else None
-if marker:
-    if os.path.exists(marker):
-        sys.exit(2)
-    open(marker, "w").close()
+if marker and os.path.exists(marker):
+    sys.exit(2)
 for line in sys.stdin:
     msg = json.loads(line)
     if msg.get("method") == "initialize":
         out = {"protocolVersion": msg["params"]["protocolVersion"]}
     elif msg.get("method") == "tools/call" and msg["params"]["name"] == "crash":
         sys.stderr.write("crashing now\n"); sys.stderr.flush()
+        if marker:
+            open(marker, "w").close()
         os._exit(1)
     elif msg.get("method") == "tools/call":
         out = {"pid": os.getpid(), "seen": msg.get("method")}
@@ -136,3 +136,57 @@ def test_backoff_doubles_is_capped_and_jittered() -> None:
         waits = [policy.delay(losses, rng) for _ in range(50)]
         assert all(full / 2 <= w <= full for w in waits)
         assert len(set(waits)) > 1
+
+
+async def test_backoff_exponent_grows_with_losses_in_a_row_and_starts_over_after_a_long_run() -> None:
+    up = child(restart=RestartPolicy(backoff_base_seconds=0.01, backoff_max_seconds=0.3, max_attempts=3))
+    try:
+        sid = await initialize(up)
+        session = up.session(sid)
+        assert session is not None
+        for rid, expected in [(1, 1), (3, 2)]:  # crashed again right after the restart: one more in a row
+            with pytest.raises(UpstreamFailure):
+                await read(up, sid, call(rid, "crash"))
+            await read(up, sid, call(rid + 1, "echo"))
+            assert session.losses == expected
+        await asyncio.sleep(0.35)  # ran longer than backoff_max_seconds
+        with pytest.raises(UpstreamFailure):
+            await read(up, sid, call(5, "crash"))
+        await read(up, sid, call(6, "echo"))
+        assert session.losses == 1 and session.restarts == 3
+    finally:
+        await up.close()
+
+
+# -- through the gateway ---------------------------------------------------------------------------------
+
+
+async def test_a_session_given_up_ends_the_host_session_with_404(tmp_path: Path) -> None:
+    import httpx2
+    from gateway_harness import gateway
+
+    script = tmp_path / "server.py"
+    script.write_text(SERVER)
+    spec = {"command": sys.executable, "args": [str(script), str(tmp_path / "started")],
+            "restart": {"backoff_base_seconds": 0.01, "backoff_max_seconds": 0.05, "max_attempts": 2}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+    with gateway(tmp_path, {"kid": (spec, {"modes": ["form"]})}) as gw:
+        url = f"{gw.base}/servers/kid/mcp"
+        async with httpx2.AsyncClient(timeout=10) as http:
+            first = await http.post(url, json=init, headers=headers)
+            headers["Mcp-Session-Id"] = first.headers["Mcp-Session-Id"]
+            headers["MCP-Protocol-Version"] = "2025-06-18"
+            crash = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "crash"}}
+            crashed = await http.post(url, json=crash, headers=headers)
+            assert "-32012" in crashed.text
+            async with asyncio.timeout(10):
+                while "upstream.restart_failed" not in gw.output():
+                    await asyncio.sleep(0.05)
+            echo = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo"}}
+            gone = await http.post(url, json=echo, headers=headers)
+            assert gone.status_code == 404
+            again = await http.post(url, json=echo, headers=headers)
+            assert again.status_code == 404  # the host session ended with it
+    assert '"reason":"upstream_session_gone"' in gw.output()
