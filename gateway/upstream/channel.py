@@ -294,7 +294,7 @@ class ChannelUpstream(ABC):
         finally:
             if first:
                 answered = stream is not None and stream.end is True
-                if answered and msg.get("method") == "initialize":
+                if answered and isinstance(msg, dict) and msg.get("method") == "initialize":
                     result = stream.answer.get("result") if stream is not None else None
                     if isinstance(result, dict):
                         session.supervise(body, result.get("protocolVersion"))

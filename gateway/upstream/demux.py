@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
-from gateway.errors import UPSTREAM_STREAM_LOST, UPSTREAM_UNREACHABLE, UpstreamFailure
+from gateway.errors import UPSTREAM_FAILED, UPSTREAM_STREAM_LOST, UPSTREAM_UNREACHABLE, UpstreamFailure
 
 BACKLOG = 256
 MAX_QUEUED = 1024
@@ -94,6 +94,9 @@ class Demux:
                 status=503,
             )
         key = id_key(request_id)
+        if key in self.streams:  # its answer could not be told from the other's
+            raise UpstreamFailure(UPSTREAM_FAILED, f"a request with id {request_id!r} already awaits its answer",
+                                  status=400)
         stream = self.streams[key] = MessageStream(self.max_queued)
         self.order.append(key)
         return key, stream

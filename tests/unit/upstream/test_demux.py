@@ -38,3 +38,11 @@ async def test_a_failed_channel_fails_open_streams_and_every_later_one() -> None
         [m async for m in stream.drain()]
     with pytest.raises(UpstreamFailure, match="gone"):
         demux.open_standalone()
+
+
+async def test_a_second_request_with_an_id_still_awaiting_its_answer_is_refused() -> None:
+    demux = Demux("s")
+    demux.open_request(1)
+    with pytest.raises(UpstreamFailure, match="already awaits its answer"):
+        demux.open_request(1)
+    await demux.dispatch({"jsonrpc": "2.0", "method": "notifications/message", "params": {}})  # routing intact
