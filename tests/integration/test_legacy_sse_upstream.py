@@ -5,11 +5,13 @@ blocks (a password form) that the host never sees."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
-from gateway_harness import Proc, gateway, text_of, upstream_server
+from gateway_harness import HERE, Proc, free_port, gateway, running, text_of, upstream_server
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult
@@ -75,3 +77,28 @@ async def test_a_2026_07_28_host_is_translated_onto_the_handshake_era_the_sse_se
         result = await client.call_tool("greet", {})
     assert text_of(result) == "Hello Bo (2025-11-25)"
     assert host.seen[0].meta[ORIGIN_KEY] == {"server": "oldsse"}
+
+
+async def test_a_restarted_sse_server_is_reconnected_and_the_host_session_goes_on(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The SDK SSE server stops (its streams end) and comes back on the same port: the call after that works on
+    the same host session, with an elicitation (the server got the session's initialize again)."""
+    tmp = tmp_path_factory.mktemp("sse_restart")
+    port = free_port()
+    args = [sys.executable, str(HERE / "upstream_server.py"), str(port), "sse"]
+    spec = {"url": f"http://127.0.0.1:{port}/sse", "transport": "sse",
+            "restart": {"backoff_base_seconds": 0.2, "backoff_max_seconds": 1, "max_attempts": 20}}
+    host = Host()
+    with ExitStack() as first:
+        first.enter_context(running(args, port, tmp / "sse-1.log"))
+        with gateway(tmp, {"oldsse": (spec, {"modes": ["form"]})}) as gw:
+            async with Client(f"{gw.base}/servers/oldsse/mcp", mode="legacy", elicitation_callback=host) as client:
+                assert text_of(await client.call_tool("echo", {"text": "before"})) == "before"
+                first.close()  # the server stops
+                with running(args, port, tmp / "sse-2.log"):
+                    assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
+                    answer = json.loads(text_of(await client.call_tool("ask_name", {})))
+            assert answer == {"action": "accept", "name": "Bo"}
+            log = gw.output()
+            assert '"event":"upstream.channel_lost"' in log and '"event":"upstream.restarted"' in log
