@@ -116,3 +116,16 @@ def test_bad_transport_restart_and_stderr_settings_are_rejected(raw: dict[str, o
     with pytest.raises(ValidationError) as err:
         ServerConfig.model_validate(raw)
     assert problem in str(err.value) or problem in err.value.errors()[0]["type"]
+
+
+def test_the_transport_example_in_docs_upstream_md_is_a_valid_config() -> None:
+    from pathlib import Path
+
+    import yaml
+
+    text = (Path(__file__).parents[3] / "docs" / "upstream.md").read_text()
+    block = text.split("## Choosing a transport", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    servers = {name: ServerConfig.model_validate(raw) for name, raw in yaml.safe_load(block)["servers"].items()}
+    assert isinstance(upstream_from_config("legacy", servers["legacy"]), LegacySseUpstream)
+    assert isinstance(upstream_from_config("crm", servers["crm"]), StreamableHttpUpstream)
+    assert servers["files"].restart == RestartConfig() and servers["files"].stderr == StderrConfig()
