@@ -113,9 +113,10 @@ class LoggingConfig(_Frozen):
 
 
 class PoolConfig(_Frozen):
-    """Connections to one Streamable HTTP server. Requests (POST, DELETE, and the GETs that resume a
-    POST's reply) and standalone GET streams use two separate pools, so a request never waits behind
-    idle streams."""
+    """Connections to one URL server. Requests (POST, DELETE, and the GETs that resume a POST's reply)
+    and standalone GET streams use two separate pools, so a request never waits behind idle streams.
+    With `transport: sse` the requests are the POSTs of messages and the streams each session's
+    event stream."""
 
     max_connections: int = Field(default=100, ge=1)
     """Requests in flight at once (each holds one connection until its reply is read or dropped)."""
@@ -138,11 +139,51 @@ class ResumeConfig(_Frozen):
     """Upper bound on the server's `retry`."""
 
 
+class RestartConfig(_Frozen):
+    """Supervision of a stdio server's process, and reconnecting a legacy SSE server's event stream
+    (docs/upstream.md). A lost channel of an initialized session is brought back after
+    `backoff_base_seconds`, doubled for each loss or failed attempt in a row, capped at
+    `backoff_max_seconds`, with jitter (a random wait between half and all of it); the session's
+    `initialize` is replayed. Calls in flight at the loss fail at once (-32012)."""
+
+    backoff_base_seconds: float = Field(default=0.5, gt=0)
+    """Wait before the first restart after a loss."""
+    backoff_max_seconds: float = Field(default=30.0, gt=0)
+    """Cap on the wait; a process or stream that ran at least this long starts again from the base."""
+    max_attempts: int = Field(default=5, ge=1)
+    """Failed restarts in a row (could not start, or did not answer `initialize` alike) before the
+    session is given up: the host's next request gets 404 and it initializes again."""
+
+    @model_validator(mode="after")
+    def _base_below_cap(self) -> RestartConfig:
+        if self.backoff_base_seconds > self.backoff_max_seconds:
+            raise ValueError("backoff_base_seconds must not exceed backoff_max_seconds")
+        return self
+
+
+class StderrConfig(_Frozen):
+    """What becomes of a stdio server's stderr: `upstream.stderr` log lines (docs/logs-and-metrics.md)."""
+
+    log: bool = True
+    """Log each line (with the server name and process id); false reads and discards it. The gateway cannot
+    tell what a server writes there: turn this off for a server that writes secrets to stderr."""
+    max_line_bytes: int = Field(default=2048, ge=64, le=1024 * 1024)
+    """Longer lines are cut here (`truncated: true`); the rest of the line is skipped."""
+    max_lines_per_second: float = Field(default=20.0, gt=0)
+    """Lines logged per second (and in a burst) for all processes of this server together; the excess is
+    counted in one `upstream.stderr_dropped` line a second at most."""
+
+
 class ServerConfig(_Frozen):
-    """One upstream MCP server: `url` (Streamable HTTP) or `command` (stdio), and its policy."""
+    """One upstream MCP server: `url` (Streamable HTTP, or legacy HTTP+SSE with `transport: sse`) or
+    `command` (stdio), and its policy."""
 
     url: str | None = None
-    """Streamable HTTP endpoint of the server (http:// or https://)."""
+    """Endpoint of the server (http:// or https://): the Streamable HTTP endpoint, or with `transport: sse`
+    the SSE URL (GET) of a legacy HTTP+SSE server."""
+    transport: Literal["streamable-http", "sse"] | None = None
+    """URL servers only: `streamable-http` (unset means this) or `sse`, the legacy HTTP+SSE transport of
+    revision 2024-11-05 (GET the SSE URL, POST to the endpoint it names, same origin only)."""
     headers: dict[str, str] = {}
     """Headers sent to this server only, e.g. its credential via ${ENV}; never logged."""
     command: str | None = None
@@ -160,9 +201,13 @@ class ServerConfig(_Frozen):
     request_timeout_seconds: float | None = Field(default=None, gt=0)
     """Upper bound on one request's reply; none means no bound (streams may be long)."""
     pool: PoolConfig = PoolConfig()
-    """Streamable HTTP only."""
+    """URL servers only (Streamable HTTP and `transport: sse`)."""
     resume: ResumeConfig = ResumeConfig()
     """Streamable HTTP only."""
+    restart: RestartConfig = RestartConfig()
+    """stdio (the process) and `transport: sse` (the event stream) only."""
+    stderr: StderrConfig = StderrConfig()
+    """stdio only."""
     protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
     """The revision family spoken to this server: `legacy` (initialize, sessions: 2025-03-26 to
     2025-11-25), `2026-07-28` (no sessions, input_required results), or `auto`: ask it with
@@ -174,6 +219,8 @@ class ServerConfig(_Frozen):
             raise ValueError("give exactly one of url (Streamable HTTP) or command (stdio)")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError("url must start with http:// or https://")
+        if self.command is not None and self.transport is not None:
+            raise ValueError("transport applies to url servers only (a command server speaks stdio)")
         return self
 
 

@@ -83,8 +83,9 @@ async def _error_boundary(request: web.Request, handler: Handler) -> web.StreamR
 
 
 def _protocol(server: ServerConfig) -> Literal["auto", "legacy", "2026-07-28"]:
-    # A stdio child speaks one era per process: probing it would start children for nothing.
-    if server.command is not None and server.protocol == "auto":
+    # A stdio child speaks one era per process: probing it would start children for nothing;
+    # a legacy HTTP+SSE server (2024-11-05) speaks the handshake era only.
+    if (server.command is not None or server.transport == "sse") and server.protocol == "auto":
         return "legacy"
     return server.protocol
 

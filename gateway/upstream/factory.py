@@ -4,12 +4,30 @@ from __future__ import annotations
 
 from gateway.config import ServerConfig
 from gateway.upstream.connector import Upstream
+from gateway.upstream.legacy_sse import LegacySseUpstream
+from gateway.upstream.restart import RestartPolicy
 from gateway.upstream.resume import ResumePolicy
+from gateway.upstream.stderr_log import StderrLog
 from gateway.upstream.stdio import StdioUpstream
 from gateway.upstream.streamable_http import StreamableHttpUpstream
 
 
 def upstream_from_config(name: str, server: ServerConfig) -> Upstream:
+    restart = RestartPolicy(
+        backoff_base_seconds=server.restart.backoff_base_seconds,
+        backoff_max_seconds=server.restart.backoff_max_seconds,
+        max_attempts=server.restart.max_attempts,
+    )
+    if server.url is not None and server.transport == "sse":
+        return LegacySseUpstream(
+            name, server.url, server.headers,
+            connect_timeout=server.connect_timeout_seconds,
+            request_timeout=server.request_timeout_seconds,
+            max_connections=server.pool.max_connections,
+            max_streams=server.pool.max_streams,
+            acquire_timeout=server.pool.acquire_timeout_seconds,
+            restart=restart,
+        )
     if server.url is not None:
         return StreamableHttpUpstream(
             name, server.url, server.headers,
@@ -26,4 +44,11 @@ def upstream_from_config(name: str, server: ServerConfig) -> Upstream:
             ),
         )
     assert server.command is not None
-    return StdioUpstream(name, server.command, server.args, server.env, server.cwd)
+    stderr = StderrLog(
+        name, enabled=server.stderr.log, max_line_bytes=server.stderr.max_line_bytes,
+        lines_per_second=server.stderr.max_lines_per_second,
+    )
+    return StdioUpstream(
+        name, server.command, server.args, server.env, server.cwd,
+        restart=restart, connect_timeout=server.connect_timeout_seconds, stderr=stderr,
+    )

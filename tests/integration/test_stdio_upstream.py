@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from gateway_harness import Proc, gateway, stdio_spec
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, TextContent
 
 pytestmark = pytest.mark.anyio
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
     tmp = tmp_path_factory.mktemp("stdio")
-    with gateway(tmp, {"files": (stdio_spec(), {"modes": ["form"]})}) as p:
+    spec = {**stdio_spec(), "restart": {"backoff_base_seconds": 0.05, "backoff_max_seconds": 1}}
+    with gateway(tmp, {"files": (spec, {"modes": ["form"]})}) as p:
         yield p
 
 
@@ -51,3 +53,28 @@ async def test_two_hosts_get_two_processes(gw: Proc, tmp_path: Path) -> None:
         assert text_of(await a.call_tool("echo", {"text": "a"})) == "a"
         assert text_of(await b.call_tool("echo", {"text": "b"})) == "b"
     assert gw.output().count('"event":"session.created"') >= 2
+
+
+async def test_a_crashed_process_is_restarted_and_serves_the_next_call(gw: Proc) -> None:
+    """The call in flight gets -32012 at once; the next calls (an elicitation too) reach a new process, which the
+    gateway initialized again with the session's own initialize; the crash's stderr line is in the JSON log."""
+
+    async def cb(context: Any, params: Any) -> ElicitResult:
+        return ElicitResult(action="accept", content={"name": "Bo"})
+
+    async with Client(f"{gw.base}/servers/files/mcp", mode="legacy", elicitation_callback=cb) as client:
+        before = text_of(await client.call_tool("process_id", {}))
+        with pytest.raises(MCPError) as crashed:
+            await client.call_tool("crash", {"note": "about to crash: note-4711"})
+        assert crashed.value.error.code == -32012 and "process exited" in crashed.value.error.message
+        assert text_of(await client.call_tool("echo", {"text": "after the restart"})) == "after the restart"
+        after = text_of(await client.call_tool("process_id", {}))
+        answer = json.loads(text_of(await client.call_tool("ask_name", {})))
+    assert after != before
+    assert answer == {"action": "accept", "name": "Bo"}
+    lines = [json.loads(line) for line in gw.output().splitlines() if line.startswith("{")]
+    [stderr] = [e for e in lines if e["event"] == "upstream.stderr" and "note-4711" in e["line"]]
+    assert stderr == {**stderr, "server": "files", "pid": int(before), "line": "about to crash: note-4711",
+                      "truncated": False, "level": "info"}
+    assert any(e["event"] == "upstream.channel_lost" and e["server"] == "files" for e in lines)
+    assert any(e["event"] == "upstream.restarted" and e["server"] == "files" for e in lines)

@@ -1,5 +1,6 @@
-"""One contract, three transports: Streamable HTTP (the real SDK server on loopback), stdio (the same SDK
-server as a child process) and InMemoryUpstream (a small scripted server). Raw JSON-RPC, as the gateway sends it."""
+"""One contract, four transports: Streamable HTTP (the real SDK server on loopback), legacy HTTP+SSE (the same
+SDK server's `sse_app`), stdio (the same SDK server as a child process) and InMemoryUpstream (a small scripted
+server). Raw JSON-RPC, as the gateway sends it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from gateway_harness import HERE, Proc, upstream_server
 from gateway.errors import UpstreamSessionGone
 from gateway.upstream.connector import Upstream
 from gateway.upstream.in_memory import InMemoryUpstream, JsonReply, SseReply, Status, UpstreamCall
+from gateway.upstream.legacy_sse import LegacySseUpstream
 from gateway.upstream.stdio import StdioUpstream
 from gateway.upstream.streamable_http import StreamableHttpUpstream
 
@@ -87,12 +89,21 @@ def sdk_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
         yield p
 
 
-@pytest.fixture(params=["streamable_http", "stdio", "in_memory"])
+@pytest.fixture(scope="module")
+def sdk_sse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
+    with upstream_server(tmp_path_factory.mktemp("contract_sse"), era="sse") as p:
+        yield p
+
+
+@pytest.fixture(params=["streamable_http", "legacy_sse", "stdio", "in_memory"])
 async def up(request: pytest.FixtureRequest) -> AsyncIterator[Upstream]:
     upstream: Upstream
     if request.param == "streamable_http":
         proc: Proc = request.getfixturevalue("sdk_http")
         upstream = StreamableHttpUpstream("sdk", f"{proc.base}/mcp", {})
+    elif request.param == "legacy_sse":
+        proc = request.getfixturevalue("sdk_sse")
+        upstream = LegacySseUpstream("sdk", f"{proc.base}/sse", {})
     elif request.param == "stdio":
         upstream = StdioUpstream("sdk", sys.executable, [str(HERE / "upstream_server.py"), "stdio"], {}, None)
     else:

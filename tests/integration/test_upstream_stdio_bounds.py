@@ -123,7 +123,9 @@ async def test_bound_backlog_keeps_the_newest_messages_when_no_stream_is_open() 
             assert [m async for m in reply.messages] == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
         sid = reply.session_id
         assert sid is not None
-        backlog = up._children[sid].backlog  # test-only peek: wait until the reader has seen all 1000
+        session = up.session(sid)  # test-only peek
+        assert session is not None
+        backlog = session.channel.demux.backlog  # wait until the reader has seen all 1000
         async with asyncio.timeout(5):
             while not (backlog and backlog[-1]["params"]["i"] == 999):
                 await asyncio.sleep(0.02)

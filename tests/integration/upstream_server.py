@@ -1,9 +1,11 @@
 """The upstream MCP server integration tests put behind the gateway: the real SDK, real HTTP.
 
-Run: python upstream_server.py PORT [legacy|modern]. Tools let a test make the server send
-any elicitation, report what it saw, or die in the middle of a stream. It serves both
-revision families on one endpoint unless told `legacy` (handshake era only) or `modern`
-(2026-07-28 only). `greet` and `sign_in` elicit through `Resolve`, so they work in both.
+Run: python upstream_server.py PORT [legacy|modern|sse] (or `stdio` instead of PORT). Tools let a
+test make the server send any elicitation, report what it saw, or die in the middle of a stream.
+It serves both revision families on one endpoint unless told `legacy` (handshake era only) or
+`modern` (2026-07-28 only); `sse` serves the legacy HTTP+SSE transport (2024-11-05) instead of
+Streamable HTTP: GET /sse, POST /messages/. `greet` and `sign_in` elicit through `Resolve`, so they
+work in both.
 """
 
 from __future__ import annotations
@@ -249,12 +251,25 @@ async def die_during_elicitation(ctx: Context) -> str:
     return str(result.action)
 
 
+@mcp.tool()
+def crash(note: str) -> str:
+    """Write `note` to stderr, then exit at once: a server that crashes in the middle of a call."""
+    sys.stderr.write(note + "\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
+@mcp.tool()
+def process_id() -> str:
+    return str(os.getpid())
+
+
 def main() -> None:
     if sys.argv[1] == "stdio":
         mcp.run("stdio")
         return
     port = int(sys.argv[1])
-    app = mcp.streamable_http_app()
+    app = mcp.sse_app() if ERA == "sse" else mcp.streamable_http_app()
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
