@@ -56,7 +56,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc]]:
             "doomed": (doomed.base + "/mcp", {"modes": ["form"]}),
             "paged": (f"http://127.0.0.1:{paged_port}/mcp", {"modes": []}),
         }
-        gw = stack.enter_context(gateway(tmp, servers, extra={"aggregate": {"list_timeout_seconds": 3}}))
+        gw = stack.enter_context(gateway(tmp, servers, extra={"aggregate": {"list_timeout_seconds": 15}}))
         yield {"gw": gw, "web": web, "doomed": doomed}
 
 
