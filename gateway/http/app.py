@@ -130,7 +130,7 @@ def create_app(cfg: LoadedConfig) -> web.Application:
     )
     endpoints = {
         name: ServerEndpoint(SessionDriver(
-            name, ObservedUpstream(upstream_from_config(name, gw.servers[name]), metrics),
+            name, ObservedUpstream(upstream_from_config(name, gw.servers[name], cfg.path.parent), metrics),
             make_gate(name, cfg.policies[name].elicitation),
             state, metrics, dataclasses.replace(settings, protocol=_protocol(gw.servers[name])), replica,
         ))
