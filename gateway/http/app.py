@@ -132,7 +132,9 @@ def create_app(cfg: LoadedConfig) -> web.Application:
         name: ServerEndpoint(SessionDriver(
             name, ObservedUpstream(upstream_from_config(name, gw.servers[name], cfg.path.parent), metrics),
             make_gate(name, cfg.policies[name].elicitation),
-            state, metrics, dataclasses.replace(settings, protocol=_protocol(gw.servers[name])), replica,
+            state, metrics, dataclasses.replace(
+                settings, protocol=_protocol(gw.servers[name]),
+                request_timeout=gw.servers[name].request_timeout_seconds), replica,
         ))
         for name in gw.servers
     }

@@ -36,7 +36,7 @@ def test_secret_file_loses_one_trailing_newline_only(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("content", "problem"), [
-    ("", "is empty"), ("\n", "is empty"), (f"{SECRET}\n\n", "line break"), (f"a\nb", "line break"),
+    ("", "is empty"), ("\n", "is empty"), (f"{SECRET}\n\n", "line break"), ("a\nb", "line break"),
     ("a\x00b", "control character"), ("ключ", "cannot carry"),
 ])
 def test_unusable_secret_files_name_the_problem_never_the_content(tmp_path: Path, content: str, problem: str) -> None:

@@ -1,0 +1,138 @@
+"""Timeouts that respect people, through the real gateway, real SDK server and real SDK client.
+
+- `request_timeout_seconds` bounds the server's time on a call: a call that takes longer ends
+  with -32013 for the host, and the server gets `notifications/cancelled` (it observes it);
+- the clock pauses while one of the call's elicitations waits for the person: an answer that
+  takes longer than the request timeout still completes the call;
+- `sessions.elicitation_timeout_seconds` bounds that wait: past it the call ends with -32014,
+  the server's call is cancelled, and the host's late answer is refused.
+
+The fast tests use a 1 s request timeout and a 2 s answer; the 10 s / 2 s case runs once, below.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from gateway_harness import Proc, gateway, text_of, upstream_server
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import ElicitResult
+
+pytestmark = pytest.mark.anyio
+
+MODERN = "2026-07-28"
+POLICY = {"modes": ["form"]}
+REQUEST_TIMEOUT = 1.0
+ANSWER_AFTER = 2.0
+ELICITATION_TIMEOUT = 4.0
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
+    tmp = tmp_path_factory.mktemp("timeouts")
+    with upstream_server(tmp, "old", era="legacy") as old, upstream_server(tmp, "new", era="modern") as new:
+        servers = {
+            "old": ({"url": old.base + "/mcp", "request_timeout_seconds": REQUEST_TIMEOUT}, POLICY),
+            "new": ({"url": new.base + "/mcp", "request_timeout_seconds": REQUEST_TIMEOUT}, POLICY),
+        }
+        with gateway(tmp, servers, sessions={"elicitation_timeout_seconds": ELICITATION_TIMEOUT}) as p:
+            yield p
+
+
+def answer_after(seconds: float, seen: list[float] | None = None) -> Any:
+    async def callback(context: Any, params: Any) -> ElicitResult:
+        await anyio.sleep(seconds)
+        if seen is not None:
+            seen.append(seconds)
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
+    return callback
+
+
+async def in_flight(client: Client) -> dict[str, int]:
+    counts: dict[str, int] = json.loads(text_of(await client.call_tool("in_flight", {})))
+    return counts
+
+
+async def wait_for_count(client: Client, key: str, above: int) -> None:
+    with anyio.fail_after(10):
+        while (await in_flight(client))[key] <= above:
+            await anyio.sleep(0.1)
+
+
+# Every pairing: the handshake-era ones pause the call's clock; for 2026-07-28 hosts the person
+# answers between requests (input_required rounds), so no request clock runs while they answer.
+PAIRINGS = [("legacy", "old"), ("legacy", "new"), (MODERN, "old"), (MODERN, "new")]
+
+
+@pytest.mark.parametrize(("mode", "server"), PAIRINGS)
+async def test_a_slow_answer_from_a_person_does_not_time_the_call_out(gw: Proc, mode: str, server: str) -> None:
+    seen: list[float] = []
+    async with Client(f"{gw.base}/servers/{server}/mcp", mode=mode,
+                      elicitation_callback=answer_after(ANSWER_AFTER, seen)) as client:
+        started = time.monotonic()
+        result = await client.call_tool("greet", {})  # elicits in either revision family
+        assert text_of(result).startswith("Hello Ada")
+        assert time.monotonic() - started >= ANSWER_AFTER > REQUEST_TIMEOUT
+    assert seen == [ANSWER_AFTER]
+
+
+@pytest.mark.parametrize("mode", ["legacy", MODERN])
+@pytest.mark.parametrize("server", ["old", "new"])
+async def test_a_server_slower_than_its_request_timeout_is_cancelled(gw: Proc, mode: str, server: str) -> None:
+    async with Client(f"{gw.base}/servers/{server}/mcp", mode=mode) as client:
+        before = await in_flight(client)
+        started = time.monotonic()
+        with pytest.raises(MCPError) as info:
+            await client.call_tool("slow_echo", {"text": "x", "seconds": 30})
+        elapsed = time.monotonic() - started
+        assert info.value.error.code == -32013
+        assert "request timeout" in info.value.error.message and repr(server) in info.value.error.message
+        assert REQUEST_TIMEOUT <= elapsed < REQUEST_TIMEOUT + 3
+        await wait_for_count(client, "slow_cancelled", before["slow_cancelled"])  # the server saw the cancellation
+        assert text_of(await client.call_tool("echo", {"text": "still fine"})) == "still fine"
+    assert '"request.timed_out"' in gw.output()
+
+
+async def test_an_unanswered_elicitation_ends_the_call_at_the_elicitation_timeout(gw: Proc) -> None:
+    cancelled_for_host: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        if "Cancelled" in type(getattr(message, "root", message)).__name__:
+            cancelled_for_host.append(message)
+
+    async with Client(f"{gw.base}/servers/old/mcp", mode="legacy",
+                      elicitation_callback=answer_after(ELICITATION_TIMEOUT + 2)) as client:
+        before = await in_flight(client)
+        started = time.monotonic()
+        with pytest.raises(MCPError) as info:
+            await client.call_tool("ask_and_wait", {})
+        elapsed = time.monotonic() - started
+        assert info.value.error.code == -32014
+        assert "elicitation timeout" in info.value.error.message
+        assert ELICITATION_TIMEOUT <= elapsed < ELICITATION_TIMEOUT + 3
+        await wait_for_count(client, "cancelled", before["cancelled"])  # the server's call was cancelled
+        assert text_of(await client.call_tool("echo", {"text": "next"})) == "next"
+    log = gw.output()
+    assert '"reason":"elicitation_timeout"' in log
+
+
+@pytest.mark.timeout(90)
+async def test_a_ten_second_answer_under_a_two_second_request_timeout(tmp_path: Path) -> None:
+    """The brief's case as stated (the one slow test here): 10 s for the person, 2 s for the server."""
+    with upstream_server(tmp_path, "old", era="legacy") as old:
+        servers = {"old": ({"url": old.base + "/mcp", "request_timeout_seconds": 2}, POLICY)}
+        with gateway(tmp_path, servers) as gw:
+            async with Client(f"{gw.base}/servers/old/mcp", mode="legacy",
+                              elicitation_callback=answer_after(10)) as client:
+                started = time.monotonic()
+                result = await client.call_tool("ask_name", {})
+                assert json.loads(text_of(result)) == {"action": "accept", "name": "Ada"}
+                assert time.monotonic() - started >= 10
