@@ -100,8 +100,8 @@ class SessionsConfig(_Frozen):
     """After a host's request stream drops, how long the call goes on into the store so the host can
     resume it (GET + Last-Event-ID, any replica); then the server gets notifications/cancelled."""
     elicitation_timeout_seconds: float = Field(default=600.0, gt=0)
-    """How long a call translated between revisions waits for the host to answer an elicitation
-    (a modern host's retry, or a handshake-era host's answer) before it is cancelled upstream."""
+    """How long a call waits for the host to answer one of its elicitations (or sampling, roots
+    requests; for a 2026-07-28 host, its retry) before the call ends with -32014 and is cancelled upstream."""
     keepalive_seconds: float = Field(default=15.0, gt=0)
     """Keepalive comments on idle host streams; also how often a GET stream re-checks its session."""
 
@@ -172,7 +172,9 @@ class ServerConfig(_Frozen):
     connect_timeout_seconds: float = Field(default=10.0, gt=0)
     """How long connecting to the server (or starting it) may take."""
     request_timeout_seconds: float | None = Field(default=None, gt=0)
-    """Upper bound on one request's reply; none means no bound (streams may be long)."""
+    """The server's time to answer one host request, not counting time the host takes to answer the
+    call's elicitations (the clock pauses; `sessions.elicitation_timeout_seconds` bounds that wait).
+    Past it the host gets -32013 and the server `notifications/cancelled`. None: no bound."""
     pool: PoolConfig = PoolConfig()
     """Streamable HTTP only."""
     resume: ResumeConfig = ResumeConfig()

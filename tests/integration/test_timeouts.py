@@ -136,3 +136,27 @@ async def test_a_ten_second_answer_under_a_two_second_request_timeout(tmp_path: 
                 result = await client.call_tool("ask_name", {})
                 assert json.loads(text_of(result)) == {"action": "accept", "name": "Ada"}
                 assert time.monotonic() - started >= 10
+
+
+async def test_a_host_cancelling_while_its_person_thinks_cancels_the_call_upstream(gw: Proc) -> None:
+    """A handshake-era host gives up (notifications/cancelled) while an elicitation is pending: the
+    server's call is cancelled at once, not left waiting for the elicitation timeout."""
+    async with Client(f"{gw.base}/servers/old/mcp", mode="legacy", elicitation_callback=answer_after(30)) as client:
+        before = await in_flight(client)
+        with anyio.move_on_after(1):
+            await client.call_tool("ask_and_wait", {})
+        started = time.monotonic()
+        await wait_for_count(client, "cancelled", before["cancelled"])
+        assert time.monotonic() - started < ELICITATION_TIMEOUT - 1
+
+
+async def test_a_2026_host_that_abandons_a_round_frees_the_held_call_at_the_elicitation_timeout(gw: Proc) -> None:
+    """A 2026-07-28 host has no request open while its person answers, so nothing tells the gateway it
+    gave up: the call held on a handshake-era server ends at the elicitation timeout, and is cancelled there."""
+    async with Client(f"{gw.base}/servers/old/mcp", mode=MODERN, elicitation_callback=answer_after(30)) as client:
+        before = await in_flight(client)
+        started = time.monotonic()
+        with anyio.move_on_after(1):
+            await client.call_tool("ask_and_wait", {})
+        await wait_for_count(client, "cancelled", before["cancelled"])
+        assert time.monotonic() - started >= ELICITATION_TIMEOUT
