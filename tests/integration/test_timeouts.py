@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
-from gateway_harness import Proc, gateway, text_of, upstream_server
+from gateway_harness import Proc, gateway, stdio_spec, text_of, upstream_server
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult
@@ -41,6 +41,7 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
         servers = {
             "old": ({"url": old.base + "/mcp", "request_timeout_seconds": REQUEST_TIMEOUT}, POLICY),
             "new": ({"url": new.base + "/mcp", "request_timeout_seconds": REQUEST_TIMEOUT}, POLICY),
+            "stdio": ({**stdio_spec(), "request_timeout_seconds": REQUEST_TIMEOUT}, POLICY),
         }
         with gateway(tmp, servers, sessions={"elicitation_timeout_seconds": ELICITATION_TIMEOUT}) as p:
             yield p
@@ -72,7 +73,7 @@ async def wait_for_count(client: Client, key: str, above: int) -> None:
 PAIRINGS = [("legacy", "old"), ("legacy", "new"), (MODERN, "old"), (MODERN, "new")]
 
 
-@pytest.mark.parametrize(("mode", "server"), PAIRINGS)
+@pytest.mark.parametrize(("mode", "server"), [*PAIRINGS, ("legacy", "stdio")])
 async def test_a_slow_answer_from_a_person_does_not_time_the_call_out(gw: Proc, mode: str, server: str) -> None:
     seen: list[float] = []
     async with Client(f"{gw.base}/servers/{server}/mcp", mode=mode,
@@ -84,8 +85,7 @@ async def test_a_slow_answer_from_a_person_does_not_time_the_call_out(gw: Proc, 
     assert seen == [ANSWER_AFTER]
 
 
-@pytest.mark.parametrize("mode", ["legacy", MODERN])
-@pytest.mark.parametrize("server", ["old", "new"])
+@pytest.mark.parametrize(("mode", "server"), [*PAIRINGS, ("legacy", "stdio")])
 async def test_a_server_slower_than_its_request_timeout_is_cancelled(gw: Proc, mode: str, server: str) -> None:
     async with Client(f"{gw.base}/servers/{server}/mcp", mode=mode) as client:
         before = await in_flight(client)
@@ -102,14 +102,18 @@ async def test_a_server_slower_than_its_request_timeout_is_cancelled(gw: Proc, m
 
 
 async def test_an_unanswered_elicitation_ends_the_call_at_the_elicitation_timeout(gw: Proc) -> None:
-    cancelled_for_host: list[Any] = []
+    withdrawn: list[float] = []
 
-    async def on_message(message: Any) -> None:
-        if "Cancelled" in type(getattr(message, "root", message)).__name__:
-            cancelled_for_host.append(message)
+    async def never_answers(context: Any, params: Any) -> ElicitResult:
+        started = time.monotonic()
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():  # the host's SDK got notifications/cancelled for it
+            withdrawn.append(time.monotonic() - started)
+            raise
+        return ElicitResult(action="accept", content={"name": "too late"})
 
-    async with Client(f"{gw.base}/servers/old/mcp", mode="legacy",
-                      elicitation_callback=answer_after(ELICITATION_TIMEOUT + 2)) as client:
+    async with Client(f"{gw.base}/servers/old/mcp", mode="legacy", elicitation_callback=never_answers) as client:
         before = await in_flight(client)
         started = time.monotonic()
         with pytest.raises(MCPError) as info:
@@ -120,6 +124,7 @@ async def test_an_unanswered_elicitation_ends_the_call_at_the_elicitation_timeou
         assert ELICITATION_TIMEOUT <= elapsed < ELICITATION_TIMEOUT + 3
         await wait_for_count(client, "cancelled", before["cancelled"])  # the server's call was cancelled
         assert text_of(await client.call_tool("echo", {"text": "next"})) == "next"
+        assert len(withdrawn) == 1 and withdrawn[0] < ELICITATION_TIMEOUT + 2  # the host's form was withdrawn
     log = gw.output()
     assert '"reason":"elicitation_timeout"' in log
 
@@ -160,3 +165,57 @@ async def test_a_2026_host_that_abandons_a_round_frees_the_held_call_at_the_elic
             await client.call_tool("ask_and_wait", {})
         await wait_for_count(client, "cancelled", before["cancelled"])
         assert time.monotonic() - started >= ELICITATION_TIMEOUT
+
+
+@pytest.mark.redis
+async def test_an_answer_taken_on_another_replica_restarts_the_calls_clock(tmp_path: Path) -> None:
+    """Replicas A and B on Redis: the call runs on A, its elicitation is answered on B after longer
+    than the request timeout (paused: fine), then the server works on for 5 s: A's clock, woken
+    through the store, runs again and ends the call with -32013 about 1 s after the answer."""
+    import uuid
+
+    import httpx2
+    from gateway_harness import sse_messages
+
+    state = {"backend": "redis", "url": "redis://127.0.0.1:6379/15", "key_prefix": f"mcpgw-test-{uuid.uuid4().hex}:"}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "MCP-Protocol-Version": "2025-11-25"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+        "clientInfo": {"name": "raw", "version": "1"}}}
+    with upstream_server(tmp_path, "old", era="legacy") as old:
+        servers = {"old": ({"url": old.base + "/mcp", "request_timeout_seconds": REQUEST_TIMEOUT}, POLICY)}
+        with gateway(tmp_path, servers, state, name="a") as a, gateway(tmp_path, servers, state, name="b") as b:
+            async with httpx2.AsyncClient(timeout=30) as http:
+                r = await http.post(f"{a.base}/servers/old/mcp", json=init, headers=headers)
+                headers["Mcp-Session-Id"] = r.headers["mcp-session-id"]
+                await http.post(f"{a.base}/servers/old/mcp", headers=headers,
+                                json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+                call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                        "params": {"name": "ask_then_work", "arguments": {"seconds": 5}}}
+                answered_at = 0.0
+                async with http.stream("POST", f"{a.base}/servers/old/mcp", json=call, headers=headers) as stream:
+                    buffer = ""
+                    async for chunk in stream.aiter_text():
+                        buffer += chunk
+                        if not buffer.endswith("\n\n"):
+                            continue
+                        messages, buffer = sse_messages(buffer), ""
+                        for message in messages:
+                            if message.get("method") == "elicitation/create":
+                                await anyio.sleep(REQUEST_TIMEOUT + 0.5)  # the person thinks: paused
+                                answer = {"jsonrpc": "2.0", "id": message["id"],
+                                          "result": {"action": "accept", "content": {"name": "Ada"}}}
+                                r = await http.post(f"{b.base}/servers/old/mcp", json=answer, headers=headers)
+                                assert r.status_code == 202
+                                answered_at = time.monotonic()
+                            elif message.get("id") == 2:
+                                final = message
+                                break
+                        else:
+                            continue
+                        break
+            assert answered_at
+            assert final["error"]["code"] == -32013, final
+            assert time.monotonic() - answered_at < 4  # not the server's 5 s: the clock ran again after B took the answer
+            assert '"request.timed_out"' in a.output()
