@@ -37,7 +37,8 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
     (tmp / "secrets" / "api-key").write_text(FILE_KEY + "\n")
     credentialed = {"bearer_token_file": "secrets/token", "headers_from_files": {"X-Upstream-Key": "secrets/api-key"},
                     "headers": {"X-Env-Key": "${GW_TEST_UPSTREAM_KEY}"}}
-    extra = {"auth": {"api_keys": [{"user": "ada", "hash": hash_api_key(HOST_KEY, n=2**10)}]}}
+    extra = {"auth": {"api_keys": [{"user": "ada", "hash": hash_api_key(HOST_KEY, n=2**10)}]},
+             "admin": {"enabled": True}}  # no admin keys: loopback only, as the test is
     with upstream_server(tmp) as up:
         url = up.base + "/mcp"
         servers = {
@@ -82,8 +83,14 @@ async def test_the_host_credential_never_reaches_an_upstream(
         assert "authorization" not in seen and "x-upstream-key" not in seen
 
 
-async def test_upstream_credentials_never_appear_in_the_gateway_log(gw: Proc) -> None:
+async def test_upstream_credentials_never_appear_in_the_log_admin_or_metrics(gw: Proc) -> None:
+    import httpx2
+
     await headers_seen(gw, "keyed-legacy", "legacy", HOST_CREDENTIALS["authorization"])
-    log = gw.output()
+    async with httpx2.AsyncClient(timeout=10) as http:
+        admin = await http.get(f"{gw.base}/admin")
+        metrics = await http.get(f"{gw.base}/metrics")
+    assert admin.status_code == 200 and "keyed-legacy" in admin.text
+    assert metrics.status_code == 200
     for secret in (FILE_TOKEN, FILE_KEY, ENV_KEY, HOST_KEY):
-        assert secret not in log
+        assert secret not in gw.output() and secret not in admin.text and secret not in metrics.text
