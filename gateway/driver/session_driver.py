@@ -344,6 +344,8 @@ class SessionDriver:
                                self.settings.elicitation_timeout)
         outcome = await bounded(self._call_unbounded(rec, forward, msg, responder, call), call.clock)
         if outcome in ("request_timeout", "elicitation_timeout"):
+            if call.relay is not None and call.relay.answered:
+                return "ok"  # the answer went out as the clock ran out: it stands
             await self._timed_out(rec, msg["id"], outcome, call, responder)
         return outcome
 
