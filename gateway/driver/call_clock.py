@@ -145,8 +145,7 @@ async def bounded(call: Awaitable[str], clock: CallClock) -> str | Expiry:
         await asyncio.wait({task, watch})
         raise
     if task.done():
-        watch.cancel()
-        await asyncio.wait({watch})
+        watch.cancel()  # not awaited: the answer is out, the handler finishes at once
         return task.result()
     expiry = watch.result()
     task.cancel()

@@ -308,6 +308,8 @@ class SessionDriver:
             outcome = await asyncio.shield(task)
         except asyncio.CancelledError:
             if call.relay is not None:
+                if call.relay.answered:
+                    outcome = "ok"  # the host left after its answer (SDK clients close the stream at once)
                 call.relay.detach()
             self.buffers.spawn(self._detached(rec, msg["id"], task, call), name=f"detached:{rec.session_id}")
             raise

@@ -31,7 +31,7 @@ MODERN = "2026-07-28"
 POLICY = {"modes": ["form"]}
 REQUEST_TIMEOUT = 1.0
 ANSWER_AFTER = 2.0
-ELICITATION_TIMEOUT = 4.0
+ELICITATION_TIMEOUT = 3.0
 
 
 @pytest.fixture(scope="module")

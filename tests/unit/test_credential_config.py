@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from gateway.cli import main
 from gateway.config import load_config
 from gateway.errors import ConfigError
 from gateway.upstream.credentials import UpstreamCredentials, header_files, read_secret
 
-REPO = Path(__file__).resolve().parents[2]
 SECRET = "s3cr3t-value-that-must-not-leak"
 
 
@@ -23,9 +23,29 @@ def write(tmp: Path, config: str) -> Path:
     return path
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gateway", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=60, env={**os.environ, **(env or {})})
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Ran]:
+    """The CLI in this process (fast); every case here ends before `serve` would listen."""
+
+    def run(*args: str, env: dict[str, str] | None = None) -> Ran:
+        with monkeypatch.context() as patched:
+            for key, value in (env or {}).items():
+                patched.setenv(key, value)
+            try:
+                code = main(list(args))
+            except SystemExit as exc:
+                code = int(exc.code or 0)
+        out = capsys.readouterr()
+        return Ran(code, out.out, out.err)
+
+    return run
 
 
 def test_secret_file_loses_one_trailing_newline_only(tmp_path: Path) -> None:
@@ -92,7 +112,9 @@ def test_header_config_mistakes_are_errors(tmp_path: Path, server: str, problem:
     assert "Injected" not in str(info.value)
 
 
-def test_check_names_a_missing_variable_or_file_and_allow_missing_env_makes_them_warnings(tmp_path: Path) -> None:
+def test_check_names_a_missing_variable_or_file_and_allow_missing_env_makes_them_warnings(
+    tmp_path: Path, run_cli: Callable[..., Ran]
+) -> None:
     cfg = write(tmp_path, """
 servers:
   a:
@@ -122,7 +144,7 @@ servers:
     assert SECRET not in set_env.stderr + set_env.stdout
 
 
-def test_check_and_explain_never_print_a_secret(tmp_path: Path) -> None:
+def test_check_and_explain_never_print_a_secret(tmp_path: Path, run_cli: Callable[..., Ran]) -> None:
     (tmp_path / "token").write_text(f"{SECRET}\n")
     cfg = write(tmp_path, """
 servers:
