@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="log rendering; overrides logging.format in the config")
     check = sub.add_parser("check", help="validate the config and every policy it names")
     check.add_argument("--config", required=True)
+    check.add_argument("--allow-missing-env", action="store_true",
+                       help="report unset environment variables and missing secret files as warnings (exit 0): "
+                            "for linting in CI without the secrets")
     explain = sub.add_parser("explain", help="run a server's elicitation policy offline")
     explain.add_argument("--config", required=True)
     explain.add_argument("--server", required=True)
@@ -80,9 +83,9 @@ def hash_key(from_stdin: bool, stdin: TextIO, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _load(path: str) -> LoadedConfig:
+def _load(path: str, allow_missing: bool = False) -> LoadedConfig:
     try:
-        return load_config(path)
+        return load_config(path, allow_missing=allow_missing)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_INVALID) from None
@@ -215,8 +218,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         sys.stdout.write(policy_schema_text())
         return EXIT_OK
-    cfg = _load(args.config)
+    cfg = _load(args.config, args.command == "check" and args.allow_missing_env)
     if args.command == "check":
+        for missing in cfg.missing:
+            print(f"config warning: {missing}", file=sys.stderr)
         servers = ", ".join(f"{n} ({p.name if p else 'default policy'})" for n, p in cfg.policy_paths.items())
         print(f"ok: {cfg.path}: {len(cfg.gateway.servers)} server(s): {servers}")
         return EXIT_OK

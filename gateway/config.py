@@ -20,6 +20,13 @@ from gateway.policy.policy_config import PolicyFile
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _SERVER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+_HEADER_NAME = r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}"
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+
+
+def header_value_ok(value: str) -> bool:
+    """An HTTP field value without line breaks or control characters (no header injection)."""
+    return _HEADER_VALUE.fullmatch(value) is not None
 
 
 class _Frozen(BaseModel):
@@ -93,8 +100,8 @@ class SessionsConfig(_Frozen):
     """After a host's request stream drops, how long the call goes on into the store so the host can
     resume it (GET + Last-Event-ID, any replica); then the server gets notifications/cancelled."""
     elicitation_timeout_seconds: float = Field(default=600.0, gt=0)
-    """How long a call translated between revisions waits for the host to answer an elicitation
-    (a modern host's retry, or a handshake-era host's answer) before it is cancelled upstream."""
+    """How long a call waits for the host to answer one of its elicitations (or sampling, roots
+    requests; for a 2026-07-28 host, its retry) before the call ends with -32014 and is cancelled upstream."""
     keepalive_seconds: float = Field(default=15.0, gt=0)
     """Keepalive comments on idle host streams; also how often a GET stream re-checks its session."""
 
@@ -185,7 +192,14 @@ class ServerConfig(_Frozen):
     """URL servers only: `streamable-http` (unset means this) or `sse`, the legacy HTTP+SSE transport of
     revision 2024-11-05 (GET the SSE URL, POST to the endpoint it names, same origin only)."""
     headers: dict[str, str] = {}
-    """Headers sent to this server only, e.g. its credential via ${ENV}; never logged."""
+    """Headers sent to this server only, e.g. its credential via ${ENV}; never logged, never shown."""
+    bearer_token_file: str | None = None
+    """File holding this server's bearer token (relative to the config file; one trailing newline is
+    dropped): sent as `Authorization: Bearer <token>`. Re-read when the file changes (a rotated
+    Kubernetes secret), so no restart is needed."""
+    headers_from_files: dict[str, str] = {}
+    """Header name -> file holding its value (relative to the config file; one trailing newline is
+    dropped), e.g. `{X-Api-Key: /var/run/secrets/crm/api-key}`. Re-read when the file changes."""
     command: str | None = None
     """stdio server: the program to run, one process per host session."""
     args: tuple[str, ...] = ()
@@ -199,7 +213,9 @@ class ServerConfig(_Frozen):
     connect_timeout_seconds: float = Field(default=10.0, gt=0)
     """How long connecting to the server (or starting it) may take."""
     request_timeout_seconds: float | None = Field(default=None, gt=0)
-    """Upper bound on one request's reply; none means no bound (streams may be long)."""
+    """The server's time to answer one host request, not counting time the host takes to answer the
+    call's elicitations (the clock pauses; `sessions.elicitation_timeout_seconds` bounds that wait).
+    Past it the host gets -32013 and the server `notifications/cancelled`. None: no bound."""
     pool: PoolConfig = PoolConfig()
     """URL servers only (Streamable HTTP and `transport: sse`)."""
     resume: ResumeConfig = ResumeConfig()
@@ -221,6 +237,19 @@ class ServerConfig(_Frozen):
             raise ValueError("url must start with http:// or https://")
         if self.command is not None and self.transport is not None:
             raise ValueError("transport applies to url servers only (a command server speaks stdio)")
+        from_files = [*self.headers_from_files, *(["Authorization"] if self.bearer_token_file is not None else [])]
+        if from_files and self.url is None:
+            raise ValueError("bearer_token_file and headers_from_files are for url servers (stdio has no headers)")
+        names = [h.lower() for h in (*self.headers, *from_files)]
+        twice = sorted({h for h in names if names.count(h) > 1})
+        if twice:
+            raise ValueError(f"header {twice[0]!r} is given twice (headers, headers_from_files, bearer_token_file)")
+        for name in (*self.headers, *self.headers_from_files):
+            if not re.fullmatch(_HEADER_NAME, name):
+                raise ValueError(f"header name {name[:60]!r} is not a valid HTTP header name")
+        for name, value in self.headers.items():
+            if not header_value_ok(value):  # the value itself is never put in a message: it may be a secret
+                raise ValueError(f"header {name!r}: value holds a line break or another control character")
         return self
 
 
@@ -383,24 +412,38 @@ class LoadedConfig(BaseModel):
     gateway: GatewayConfig
     policies: dict[str, PolicyFile]
     policy_paths: dict[str, Path | None]
+    missing: tuple[ConfigError, ...] = ()
+    """Environment variables and secret files that are missing, when loaded with `allow_missing`
+    (`check --allow-missing-env`); empty otherwise (a missing one is an error)."""
 
 
-def _expand_env(node: Any, file: str, path: str) -> Any:
+def _expand_env(node: Any, file: str, path: str, missing: list[ConfigError]) -> Any:
+    """`${NAME}` and `${NAME:-default}` in string values; each unset NAME without a default is
+    added to `missing` (its reference is left as written)."""
     if isinstance(node, str):
         def replace(match: re.Match[str]) -> str:
             value = os.environ.get(match.group(1))
             if value is None:
                 if match.group(2) is not None:
                     return match.group(2)
-                raise ConfigError(file, path, f"environment variable {match.group(1)} is not set")
+                missing.append(ConfigError(file, path, f"environment variable {match.group(1)} is not set"))
+                return match.group(0)
             return value
 
         return _ENV_REF.sub(replace, node)
     if isinstance(node, dict):
-        return {k: _expand_env(v, file, f"{path}.{k}" if path else str(k)) for k, v in node.items()}
+        return {k: _expand_env(v, file, f"{path}.{k}" if path else str(k), missing) for k, v in node.items()}
     if isinstance(node, list):
-        return [_expand_env(v, file, f"{path}[{i}]") for i, v in enumerate(node)]
+        return [_expand_env(v, file, f"{path}[{i}]", missing) for i, v in enumerate(node)]
     return node
+
+
+def _raise_missing(missing: list[ConfigError]) -> None:
+    if missing:
+        first = missing[0]
+        more = [m.problem.split()[2] if m.problem.startswith("environment") else m.path for m in missing[1:]]
+        suffix = f" (and {len(more)} more: {', '.join(more)})" if more else ""
+        raise ConfigError(first.file, first.path, first.problem + suffix)
 
 
 def _read_yaml(path: Path) -> Any:
@@ -429,25 +472,37 @@ def _first_problem(file: str, exc: ValidationError) -> ConfigError:
     return ConfigError(file, path, msg)
 
 
-def _validate(model: type[BaseModel], raw: Any, file: str) -> Any:
+def _validate(model: type[BaseModel], raw: Any, file: str, missing: list[ConfigError] | None = None) -> Any:
+    """The validated model. Unset environment variables go to `missing` when given (the caller
+    reports them), else they are the error."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(file, "", "top level must be a mapping")
+    unset: list[ConfigError] = []
+    expanded = _expand_env(raw, file, "", unset)
+    if missing is None:
+        _raise_missing(unset)
+    else:
+        missing.extend(unset)
     try:
-        return model.model_validate(_expand_env(raw, file, ""))
+        return model.model_validate(expanded)
     except ValidationError as exc:
         raise _first_problem(file, exc) from None
 
 
-def load_policy(path: Path) -> PolicyFile:
-    policy: PolicyFile = _validate(PolicyFile, _read_yaml(path), str(path))
+def load_policy(path: Path, missing: list[ConfigError] | None = None) -> PolicyFile:
+    policy: PolicyFile = _validate(PolicyFile, _read_yaml(path), str(path), missing)
     return policy
 
 
-def load_config(path: str | Path) -> LoadedConfig:
+def load_config(path: str | Path, *, allow_missing: bool = False) -> LoadedConfig:
+    """The config and its policies, every file checked. A missing environment variable or secret
+    file is an error naming it; with `allow_missing` (linting without secrets) they are listed in
+    `LoadedConfig.missing` instead."""
     cfg_path = Path(path)
-    gateway: GatewayConfig = _validate(GatewayConfig, _read_yaml(cfg_path), str(cfg_path))
+    missing: list[ConfigError] = []
+    gateway: GatewayConfig = _validate(GatewayConfig, _read_yaml(cfg_path), str(cfg_path), missing)
     policies: dict[str, PolicyFile] = {}
     policy_paths: dict[str, Path | None] = {}
     cache: dict[Path, PolicyFile] = {}
@@ -459,12 +514,36 @@ def load_config(path: str | Path) -> LoadedConfig:
         if ppath not in cache:
             if not ppath.is_file():
                 raise ConfigError(str(cfg_path), f"servers.{name}.policy", f"policy file not found: {ppath}")
-            cache[ppath] = load_policy(ppath)
+            cache[ppath] = load_policy(ppath, missing)
         policies[name], policy_paths[name] = cache[ppath], ppath
     jwt_cfg = gateway.auth.jwt
     if jwt_cfg is not None and jwt_cfg.jwks_file is not None:
         _check_jwks_file(cfg_path, (cfg_path.parent / jwt_cfg.jwks_file).resolve())
-    return LoadedConfig(path=cfg_path, gateway=gateway, policies=policies, policy_paths=policy_paths)
+    missing.extend(_check_secret_files(cfg_path, gateway))
+    if not allow_missing:
+        _raise_missing(missing)
+    return LoadedConfig(path=cfg_path, gateway=gateway, policies=policies, policy_paths=policy_paths,
+                        missing=tuple(missing))
+
+
+def _check_secret_files(cfg_path: Path, gateway: GatewayConfig) -> list[ConfigError]:
+    """Every secret file readable and usable as a header value; missing ones are returned (the caller
+    decides), any other problem is the error. Values are read here only to be checked."""
+    from gateway.upstream.credentials import SecretFileError, read_secret
+
+    missing: list[ConfigError] = []
+    for name, server in gateway.servers.items():
+        files = [(f"servers.{name}.headers_from_files.{h}", p) for h, p in server.headers_from_files.items()]
+        if server.bearer_token_file is not None:
+            files.append((f"servers.{name}.bearer_token_file", server.bearer_token_file))
+        for key, file in files:
+            try:
+                read_secret(cfg_path.parent / file)
+            except SecretFileError as exc:
+                if not exc.missing:
+                    raise ConfigError(str(cfg_path), key, exc.problem) from None
+                missing.append(ConfigError(str(cfg_path), key, exc.problem))
+    return missing
 
 
 def _check_jwks_file(cfg_path: Path, path: Path) -> None:

@@ -40,6 +40,8 @@ class DriverSettings:
     keepalive: float = 15.0
     max_events: int = 1000
     elicitation_timeout: float = 600.0
+    request_timeout: float | None = None
+    """The server's `request_timeout_seconds`: its time to answer one call, paused while a person answers."""
     max_notifications_per_second: float = 200.0
     protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
     generation: str | None = None

@@ -219,6 +219,8 @@ class RequestRelay:
         self.answered = False
         self.closed = False
         self.detached = False
+        self.on_request: Callable[[Any], None] | None = None
+        """Told the id of every request sent to the host on this stream (the call's clock pauses)."""
         self._lock = asyncio.Lock()
 
     def attach(self, stream: HostStream) -> None:
@@ -262,6 +264,8 @@ class RequestRelay:
             payload = encode(lost(self.request_id, "the server's answer cannot be re-encoded (nested too deeply)"))
         if "method" not in msg:
             self.answered = True
+        elif "id" in msg and self.on_request is not None:
+            self.on_request(msg["id"])
         await self._emit(payload)
 
     async def _emit(self, payload: bytes) -> None:

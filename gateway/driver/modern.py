@@ -34,6 +34,7 @@ from gateway.core.input_rounds import ELICIT, InputAsk, RoundRecord
 from gateway.core.messages import id_key
 from gateway.core.raw_json import encode
 from gateway.core.session_record import SessionRecord
+from gateway.driver.call_clock import timeout_failure
 from gateway.driver.contracts import HostGone, Responder
 from gateway.driver.host_streams import ModernReply
 from gateway.driver.services import DriverServices
@@ -126,8 +127,11 @@ class ModernCalls:
         out = eras.with_envelope(out, eras.narrow_capabilities(rec.host_capabilities, rec.offered), rec.client_info)
         reply_to_host = ModernReply(responder)
         try:
-            async with self.d.upstream.post(encode(out), session_id=None, protocol_version=eras.MODERN_VERSION,
-                                            headers=eras.routing_headers(out)) as reply:
+            # One round is one upstream request, and no person is waited for inside it (the host answers
+            # between rounds, in its retry): the request timeout bounds the round as a whole.
+            async with asyncio.timeout(self.d.settings.request_timeout), self.d.upstream.post(
+                    encode(out), session_id=None, protocol_version=eras.MODERN_VERSION,
+                    headers=eras.routing_headers(out)) as reply:
                 async for upstream_msg in reply.messages:
                     commands = self.d.classify(rec, upstream_msg, upstream_gate.serving(msg))
                     for host_msg in await self.d.run(rec, commands, reply_to_host.stream):
@@ -145,6 +149,12 @@ class ModernCalls:
                 await reply_to_host.answer(body, status)
         except HostGone:
             return
+        except TimeoutError:  # closing the request cancelled it upstream (2026-07-28 has no notification for it)
+            log.warning("request.timed_out", server=self.d.server, session=rec.session_id, reason="request_timeout",
+                        pending_with_host=0)
+            status, body = error_to_wire(timeout_failure(self.d.server, "request_timeout", self.d.settings), rid)
+            with contextlib.suppress(HostGone):
+                await reply_to_host.answer(body, status)
 
     async def _police_result(
         self, rec: SessionRecord, request: dict[str, Any], answer: dict[str, Any]

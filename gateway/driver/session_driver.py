@@ -46,6 +46,7 @@ from gateway.core.messages import id_key, kind_of
 from gateway.core.raw_json import encode
 from gateway.core.session_record import SessionRecord
 from gateway.core.upstream_gate import StreamContext
+from gateway.driver.call_clock import CallClock, bounded, note_answer, timeout_failure
 from gateway.driver.contracts import DriverSettings, HostGone, HostStream, Responder
 from gateway.driver.host_streams import RequestRelay, SessionBuffers, StreamTag, lost
 from gateway.driver.modern import ModernCalls
@@ -110,6 +111,14 @@ class Call:
     """What a host request's task shares with its handler: the relay, once the upstream streams."""
 
     relay: RequestRelay | None = None
+    clock: CallClock | None = None
+
+    def relaying(self, relay: RequestRelay) -> RequestRelay:
+        """The call's relay; the requests it carries to the host pause the call's clock."""
+        self.relay = relay
+        if self.clock is not None:
+            relay.on_request = self.clock.asked
+        return relay
 
 
 class SessionDriver:
@@ -303,6 +312,8 @@ class SessionDriver:
             outcome = await asyncio.shield(task)
         except asyncio.CancelledError:
             if call.relay is not None:
+                if call.relay.answered:
+                    outcome = "ok"  # the host left after its answer (SDK clients close the stream at once)
                 call.relay.detach()
             self.buffers.spawn(self._detached(rec, msg["id"], task, call), name=f"detached:{rec.session_id}")
             raise
@@ -333,6 +344,34 @@ class SessionDriver:
     async def _call(
         self, rec: SessionRecord, forward: ToUpstream, msg: dict[str, Any], responder: Responder, call: Call
     ) -> str:
+        """The call, bounded by the server's request timeout (paused while the host answers) and the
+        elicitation timeout (`driver/call_clock.py`)."""
+        call.clock = CallClock(self.store, rec.session_id, self.settings.request_timeout,
+                               self.settings.elicitation_timeout)
+        outcome = await bounded(self._call_unbounded(rec, forward, msg, responder, call), call.clock)
+        if outcome in ("request_timeout", "elicitation_timeout"):
+            if call.relay is not None and call.relay.answered:
+                return "ok"  # the answer went out as the clock ran out: it stands
+            await self._timed_out(rec, msg["id"], outcome, call, responder)
+        return outcome
+
+    async def _timed_out(self, rec: SessionRecord, request_id: Any, why: str, call: Call, responder: Responder) -> None:
+        """Cancel the call upstream, withdraw the host's unanswered requests, and tell the host why."""
+        assert call.clock is not None
+        if not eras.is_modern(rec.upstream_version):  # a 2026-07-28 server saw its request closed: that cancels
+            await self.cancel_upstream(rec, request_id, why.replace("_", " "))
+        for host_id in call.clock.expired_ids:
+            if call.relay is not None:
+                await call.relay.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                       "params": {"requestId": host_id, "reason": "no answer in time"}})
+        status, body = error_to_wire(timeout_failure(self.server, why, self.settings), request_id)
+        await _answer_quietly(responder, body, status, call)
+        log.warning("request.timed_out", server=self.server, session=rec.session_id, reason=why,
+                    pending_with_host=len(call.clock.expired_ids))
+
+    async def _call_unbounded(
+        self, rec: SessionRecord, forward: ToUpstream, msg: dict[str, Any], responder: Responder, call: Call
+    ) -> str:
         ctx = upstream_gate.serving(msg)
         if eras.is_modern(rec.upstream_version):
             return await self._call_modern_upstream(rec, forward, msg, responder, call, ctx)
@@ -354,10 +393,11 @@ class SessionDriver:
                     commands = upstream_gate.from_upstream(rec, forward.upstream, upstream_msg, ctx)
                     return await self.run(rec, commands, via)
 
-                call.relay = RequestRelay(
+                call.relaying(RequestRelay(
                     self.buffers, rec, forward.upstream, msg["id"], self.replica, process,
                     lambda c: self.dropped(rec, c),
-                )
+                ))
+                assert call.relay is not None
                 try:
                     call.relay.attach(await responder.stream(rec.session_id))
                 except (ConnectionResetError, RuntimeError):
@@ -383,8 +423,8 @@ class SessionDriver:
         async def process(upstream_msg: Any, via: HostStream) -> list[dict[str, Any]]:
             return await self.run(rec, self.classify(rec, upstream_msg, ctx), via)
 
-        relay = call.relay = RequestRelay(
-            self.buffers, rec, forward.upstream, msg["id"], self.replica, process, lambda c: self.dropped(rec, c))
+        relay = call.relaying(RequestRelay(
+            self.buffers, rec, forward.upstream, msg["id"], self.replica, process, lambda c: self.dropped(rec, c)))
         try:
             relay.attach(await responder.stream(rec.session_id))
         except (ConnectionResetError, RuntimeError):
@@ -398,6 +438,8 @@ class SessionDriver:
         """A notification or an answer to a server request. Raises HostProtocolError when refused."""
         if kind_of(msg) == "response":
             commands = host_side.host_answer(rec, msg, pending)
+            if pending is not None:  # the call that asked resumes its request clock, on whichever replica
+                await note_answer(self.store, rec.session_id, msg.get("id"), self.settings.buffer_ttl)
         else:
             commands = host_side.from_host(rec, msg)
         for c in commands:

@@ -39,6 +39,7 @@ from gateway.core.input_rounds import ELICIT
 from gateway.core.messages import LATEST_VERSION, id_key
 from gateway.core.raw_json import encode
 from gateway.core.session_record import SessionRecord
+from gateway.driver.call_clock import CallClock, bounded, note_answer, timeout_failure
 from gateway.driver.contracts import HostGone, Responder
 from gateway.driver.host_streams import ModernReply
 from gateway.driver.services import DriverServices
@@ -128,12 +129,18 @@ class TranslatedCalls:
                 response, error = self.d.gate.check_answer(response, entry["schema"], session=rec.session_id)
                 if error is not None:
                     await self._post(sealed["us"], response)  # the server learns the answer was refused
+                    await self._answered(sealed, entry["id"])
                     return error
             await self._post(sealed["us"], response)
+            await self._answered(sealed, entry["id"])
         if dropped:
             self.d.dropped(rec, Dropped("host.answer_dropped", "answers for input requests never sent to this host",
                                          {"keys": dropped}))
         return None
+
+    async def _answered(self, sealed: dict[str, Any], server_request_id: Any) -> None:
+        """The runner's clock (on whichever replica) resumes: the server has its answer."""
+        await note_answer(self.d.store, f"tc/{sealed['c']}", server_request_id, self.d.settings.elicitation_timeout)
 
     async def _round(
         self, rec: SessionRecord, msg: dict[str, Any], responder: Responder, sealed: dict[str, Any]
@@ -209,10 +216,21 @@ class TranslatedCalls:
                 await self.d.store.append_event(buffer, orjson.dumps(event), self.d.settings.elicitation_timeout,
                                                 max_events=10_000)
 
+        # The server's time is bounded by its request timeout, paused while an ask waits for the host's
+        # retry; that wait is bounded by the elicitation timeout (`call_clock.py`).
+        clock = CallClock(self.d.store, buffer, self.d.settings.request_timeout, self.d.settings.elicitation_timeout,
+                          pending_in_store=False)
         try:
             upstream_session = await self._open_session(rec)
             await put({"t": "session", "us": upstream_session})
-            await self._relay_call(rec, msg, upstream_session, put)
+            outcome = await bounded(self._relay_call(rec, msg, upstream_session, put, clock), clock)
+            if outcome in ("request_timeout", "elicitation_timeout"):
+                await self._post(upstream_session, {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                                    "params": {"requestId": msg["id"], "reason": outcome}})
+                failure = timeout_failure(self.d.server, outcome, self.d.settings)
+                await put({"t": "final", "m": jsonrpc_error(msg["id"], failure.code, failure.message)})
+                log.warning("request.timed_out", server=self.d.server, session=rec.session_id, reason=outcome,
+                            pending_with_host=len(clock.expired_ids))
         except UpstreamFailure as exc:
             await put({"t": "final", "m": jsonrpc_error(msg["id"], exc.code, exc.message)})
         except TimeoutError:
@@ -257,7 +275,9 @@ class TranslatedCalls:
                 await self.d.upstream.end_session(session_id=session or "", protocol_version=LATEST_VERSION)
         return jsonrpc_error(msg["id"], UPSTREAM_STREAM_LOST, f"server {self.d.server!r} gave no answer")
 
-    async def _relay_call(self, rec: SessionRecord, msg: dict[str, Any], session: str | None, put: Any) -> None:
+    async def _relay_call(
+        self, rec: SessionRecord, msg: dict[str, Any], session: str | None, put: Any, clock: CallClock
+    ) -> str:
         # The server's requests are judged as for a 2025-11-25 host (form `mode` kept) with the modes it was offered.
         legacy = SessionRecord(rec.session_id, rec.server, rec.user, LATEST_VERSION, LATEST_VERSION, rec.offered,
                                session, rec.host_capabilities)
@@ -278,7 +298,7 @@ class TranslatedCalls:
                             await put({"t": "msg", "m": c.message})
                         else:
                             await put({"t": "final", "m": c.message})
-                            return
+                            return "ok"
                     elif isinstance(c, ToUpstream):
                         await self._post(session, c.message)
                     elif isinstance(c, CheckElicitation):
@@ -289,6 +309,7 @@ class TranslatedCalls:
                         params = {k: v for k, v in decision.params.items() if k != "elicitationId"}
                         schema = params.get("requestedSchema")
                         asks += 1
+                        clock.asked(c.message["id"])
                         await put({"t": "ask", "k": f"e{asks}", "id": c.message["id"],
                                    "req": {"method": ELICIT, "params": params},
                                    "schema": schema if isinstance(schema, dict) else None})
@@ -300,16 +321,18 @@ class TranslatedCalls:
                                                                     f"the host did not declare {capability}"))
                             continue
                         asks += 1
+                        clock.asked(c.message["id"])
                         await put({"t": "ask", "k": f"r{asks}", "id": c.message["id"],
                                    "req": {"method": c.message["method"], "params": c.message.get("params", {})}})
                     elif isinstance(c, CheckUrlRequired):
                         # -32042 has no 2026-07-28 form: the host gets it policed, as a handshake-era host would.
                         await put({"t": "final", "m": await self.d.police_url_required(legacy, c)})
-                        return
+                        return "ok"
                     elif isinstance(c, Dropped):
                         self.d.dropped(legacy, c)
         await put({"t": "final", "m": jsonrpc_error(msg["id"], UPSTREAM_STREAM_LOST,
                                                     f"server {self.d.server!r} closed the stream without answering")})
+        return "upstream_stream_lost"
 
     async def _post(self, session: str | None, message: dict[str, Any]) -> None:
         try:

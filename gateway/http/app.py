@@ -134,8 +134,11 @@ def create_app(cfg: LoadedConfig) -> web.Application:
 
     def build(name: str, server: ServerConfig, policy: ElicitationPolicy, generation: str) -> SessionDriver:
         return SessionDriver(
-            name, ObservedUpstream(upstream_from_config(name, server), metrics), make_gate(name, policy),
-            state, metrics, dataclasses.replace(settings, protocol=_protocol(server), generation=generation), replica,
+            name, ObservedUpstream(upstream_from_config(name, server, cfg.path.parent), metrics),
+            make_gate(name, policy), state, metrics,
+            dataclasses.replace(settings, protocol=_protocol(server), generation=generation,
+                                request_timeout=server.request_timeout_seconds),
+            replica,
         )
 
     servers = LiveServers(build)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gateway.config import ServerConfig
 from gateway.upstream.connector import Upstream
+from gateway.upstream.credentials import UpstreamCredentials, header_files
 from gateway.upstream.legacy_sse import LegacySseUpstream
 from gateway.upstream.restart import RestartPolicy
 from gateway.upstream.resume import ResumePolicy
@@ -12,17 +15,18 @@ from gateway.upstream.stdio import StdioUpstream
 from gateway.upstream.streamable_http import StreamableHttpUpstream
 
 
-def upstream_from_config(name: str, server: ServerConfig) -> Upstream:
+def upstream_from_config(name: str, server: ServerConfig, config_dir: Path | None = None) -> Upstream:
+    """`config_dir`: where relative secret-file paths start (the config file's folder)."""
     restart = RestartPolicy(
         backoff_base_seconds=server.restart.backoff_base_seconds,
         backoff_max_seconds=server.restart.backoff_max_seconds,
         max_attempts=server.restart.max_attempts,
     )
+    files = header_files(config_dir or Path.cwd(), server.bearer_token_file, server.headers_from_files)
     if server.url is not None and server.transport == "sse":
         return LegacySseUpstream(
-            name, server.url, server.headers,
+            name, server.url, UpstreamCredentials(name, server.headers, files),
             connect_timeout=server.connect_timeout_seconds,
-            request_timeout=server.request_timeout_seconds,
             max_connections=server.pool.max_connections,
             max_streams=server.pool.max_streams,
             acquire_timeout=server.pool.acquire_timeout_seconds,
@@ -30,9 +34,8 @@ def upstream_from_config(name: str, server: ServerConfig) -> Upstream:
         )
     if server.url is not None:
         return StreamableHttpUpstream(
-            name, server.url, server.headers,
+            name, server.url, UpstreamCredentials(name, server.headers, files),
             connect_timeout=server.connect_timeout_seconds,
-            request_timeout=server.request_timeout_seconds,
             max_connections=server.pool.max_connections,
             max_streams=server.pool.max_streams,
             acquire_timeout=server.pool.acquire_timeout_seconds,

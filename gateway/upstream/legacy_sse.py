@@ -34,6 +34,7 @@ from gateway.errors import UPSTREAM_FAILED, UPSTREAM_STREAM_LOST, UPSTREAM_UNREA
 from gateway.logs import get_logger
 from gateway.sse import DEFAULT_MAX_EVENT_BYTES, SseEvent, SseParser
 from gateway.upstream.channel import Channel, ChannelUpstream
+from gateway.upstream.credentials import UpstreamCredentials
 from gateway.upstream.demux import Demux
 from gateway.upstream.http_pool import HttpPool, PooledResponse
 from gateway.upstream.restart import RestartPolicy
@@ -135,7 +136,7 @@ class LegacySseUpstream(ChannelUpstream):
         self,
         name: str,
         url: str,
-        headers: Mapping[str, str],
+        credentials: Mapping[str, str] | UpstreamCredentials,
         *,
         connect_timeout: float = 10.0,
         request_timeout: float | None = None,
@@ -147,7 +148,8 @@ class LegacySseUpstream(ChannelUpstream):
     ) -> None:
         super().__init__(name, restart=restart, connect_timeout=connect_timeout)
         self.url = url
-        self.headers = dict(headers)
+        self._credentials = (credentials if isinstance(credentials, UpstreamCredentials)
+                             else UpstreamCredentials(name, credentials))
         self.max_event_bytes = max_event_bytes
         self.requests = HttpPool(
             name, "request", limit=max_connections, acquire_timeout=acquire_timeout,
@@ -159,6 +161,11 @@ class LegacySseUpstream(ChannelUpstream):
             name, "stream", limit=max_streams, acquire_timeout=acquire_timeout,
             timeout=aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_connect=connect_timeout),
         )
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The server's credentials, secret files re-read when they change (gateway/upstream/credentials.py)."""
+        return self._credentials.headers()
 
     async def start(self) -> None:
         await self.requests.start()

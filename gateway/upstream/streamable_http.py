@@ -26,6 +26,7 @@ from gateway.core.raw_json import parse
 from gateway.errors import UPSTREAM_FAILED, UPSTREAM_STREAM_LOST, UpstreamFailure, UpstreamSessionGone
 from gateway.sse import DEFAULT_MAX_EVENT_BYTES, SseParser
 from gateway.upstream.connector import UpstreamReply, no_messages
+from gateway.upstream.credentials import UpstreamCredentials
 from gateway.upstream.http_pool import HttpPool, PooledResponse
 from gateway.upstream.resume import ResumePolicy, resume_refused
 
@@ -39,10 +40,9 @@ class StreamableHttpUpstream:
         self,
         name: str,
         url: str,
-        headers: Mapping[str, str],
+        credentials: Mapping[str, str] | UpstreamCredentials,
         *,
         connect_timeout: float = 10.0,
-        request_timeout: float | None = None,
         max_connections: int = 100,
         max_streams: int = 1000,
         acquire_timeout: float = 5.0,
@@ -52,15 +52,17 @@ class StreamableHttpUpstream:
     ) -> None:
         self.name = name
         self.url = url
-        self._headers = dict(headers)
+        # This server's own credential; nothing of the host's request headers ever gets here.
+        self._credentials = (credentials if isinstance(credentials, UpstreamCredentials)
+                             else UpstreamCredentials(name, credentials))
         self.resume = resume or ResumePolicy()
         self._max_event_bytes = max_event_bytes
         self._max_json_bytes = max_json_bytes
         self.requests = HttpPool(
             name, "request", limit=max_connections, acquire_timeout=acquire_timeout,
-            timeout=aiohttp.ClientTimeout(
-                total=None, connect=connect_timeout, sock_connect=connect_timeout, sock_read=request_timeout
-            ),
+            # No read deadline here: a reply may rightly be quiet while a person answers an elicitation.
+            # The driver bounds a request by `request_timeout_seconds`, pausing while a person answers.
+            timeout=aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_connect=connect_timeout),
         )
         self.streams = HttpPool(
             name, "stream", limit=max_streams, acquire_timeout=acquire_timeout,
@@ -76,7 +78,7 @@ class StreamableHttpUpstream:
         await self.streams.close()
 
     def _request_headers(self, session_id: str | None, protocol_version: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json, text/event-stream", **self._headers}
+        headers = {"Accept": "application/json, text/event-stream", **self._credentials.headers()}
         if session_id is not None:
             headers["Mcp-Session-Id"] = session_id
         if protocol_version is not None:

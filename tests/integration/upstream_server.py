@@ -152,6 +152,14 @@ async def announce(ctx: Context) -> str:
 
 
 @mcp.tool()
+async def ask_then_work(seconds: float, ctx: Context) -> str:
+    """An elicitation, then `seconds` of work after the answer (the server's own time again)."""
+    result = await ctx.elicit("What is your name?", Name)
+    await asyncio.sleep(seconds)
+    return str(result.action)
+
+
+@mcp.tool()
 def in_flight() -> str:
     """How many ask_and_wait calls are open, and how many were cancelled."""
     return json.dumps(_in_flight)

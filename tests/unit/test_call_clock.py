@@ -1,0 +1,84 @@
+"""The call clock: the request timeout pauses while the host holds one of the call's requests; the
+elicitation timeout bounds that wait; answers taken on another replica resume it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from gateway.core.host_side import pending_key
+from gateway.driver.call_clock import CallClock, bounded, note_answer
+from gateway.state.memory_store import MemoryStateStore
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def session(store: MemoryStateStore, *ids: int) -> None:
+    await store.put_session("s1", {"s": "srv"}, 60)
+    for i in ids:
+        assert await store.put_pending("s1", pending_key(i), {"id": i, "m": "elicitation/create"}, 64)
+
+
+async def test_the_request_clock_stops_while_the_host_answers() -> None:
+    store = MemoryStateStore()
+    await session(store, 7)
+    clock = CallClock(store, "s1", request_timeout=0.3, elicitation_timeout=10)
+    started = time.monotonic()
+    watch = asyncio.ensure_future(clock.watch())
+    await asyncio.sleep(0.1)
+    clock.asked(7)
+    await asyncio.sleep(0.5)  # longer than the request timeout: paused, so nothing fires
+    assert not watch.done() and clock.paused
+    await store.load_session("s1", 60, pending_key(7))  # the answer is taken (on any replica) ...
+    await note_answer(store, "s1", 7, 60)  # ... and the call's clock is told
+    assert await asyncio.wait_for(watch, 2) == "request_timeout"
+    assert time.monotonic() - started >= 0.3 + 0.5  # 0.1 before the ask + 0.2 after the answer, plus the pause
+
+
+async def test_an_unanswered_request_expires_and_can_no_longer_be_answered() -> None:
+    store = MemoryStateStore()
+    await session(store, 1, 2)
+    clock = CallClock(store, "s1", request_timeout=None, elicitation_timeout=0.2)
+    clock.asked(1)
+    clock.asked(2)
+    assert await asyncio.wait_for(clock.watch(), 2) == "elicitation_timeout"
+    assert sorted(clock.expired_ids) == [1, 2]
+    _, late = await store.load_session("s1", 60, pending_key(1))
+    assert late is None  # a late answer finds nothing to answer
+
+
+async def test_an_answer_whose_wake_up_was_lost_counts_as_answered() -> None:
+    store = MemoryStateStore()
+    await session(store, 3)
+    clock = CallClock(store, "s1", request_timeout=0.3, elicitation_timeout=0.2)
+    clock.asked(3)
+    await store.load_session("s1", 60, pending_key(3))  # taken, but no note_answer reached this replica
+    started = time.monotonic()
+    assert await asyncio.wait_for(clock.watch(), 2) == "request_timeout"  # not the elicitation timeout
+    assert time.monotonic() - started >= 0.2 + 0.3 - 0.05
+
+
+async def test_bounded_returns_the_calls_outcome_or_cancels_it() -> None:
+    store = MemoryStateStore()
+    fast = CallClock(store, "s1", request_timeout=1, elicitation_timeout=1)
+    assert await bounded(asyncio.sleep(0.01, "ok"), fast) == "ok"
+    cancelled = asyncio.Event()
+
+    async def slow() -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "late"
+
+    assert await bounded(slow(), CallClock(store, "s1", request_timeout=0.1, elicitation_timeout=1)) == (
+        "request_timeout")
+    assert cancelled.is_set()
