@@ -27,8 +27,11 @@ DriverFactory = Callable[[str, ServerConfig, ElicitationPolicy, str], SessionDri
 
 
 def generation(server: ServerConfig) -> str:
-    """A short hash of what the upstream is (its policy aside: policies swap under live sessions)."""
+    """A short hash of what the upstream is. Not of its policy (policies swap under live sessions), nor
+    of header or env values: a rotated credential keeps the sessions, and no secret is hashed into
+    records."""
     raw = server.model_dump(mode="json", exclude={"policy"})
+    raw["headers"], raw["env"] = sorted(raw["headers"]), sorted(raw["env"])
     return hashlib.sha256(orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)).hexdigest()[:12]
 
 

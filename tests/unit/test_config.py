@@ -145,3 +145,14 @@ def test_policy_schema_json_is_fresh() -> None:
         capture_output=True, text=True, cwd=REPO, timeout=60,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_a_server_generation_changes_with_its_upstream_not_with_its_credential_or_policy() -> None:
+    from gateway.config import ServerConfig
+    from gateway.http.servers import generation
+
+    base = ServerConfig(url="http://crm/mcp", headers={"Authorization": "Bearer one"}, policy="a.yaml")
+    assert generation(base) == generation(base.model_copy(update={"headers": {"Authorization": "Bearer two"}}))
+    assert generation(base) == generation(base.model_copy(update={"policy": "b.yaml"}))
+    assert generation(base) != generation(base.model_copy(update={"url": "http://crm2/mcp"}))
+    assert "one" not in generation(base)
