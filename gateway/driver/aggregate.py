@@ -47,6 +47,7 @@ from gateway.errors import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     POLICY_UNAVAILABLE,
+    REQUEST_TIMEOUT,
     UPSTREAM_FAILED,
     UPSTREAM_STREAM_LOST,
     UPSTREAM_UNREACHABLE,
@@ -70,7 +71,8 @@ CAPABILITIES: dict[str, Any] = {
 SERVER_INFO = {"name": "elicitation-gateway", "title": "Elicitation gateway (all servers)", "version": ""}
 _MAX_BACKOFF = 60.0
 # Errors the gateway itself answers when a server cannot be reached or fails (not the server's own).
-_GATEWAY_FAILURES = frozenset({UPSTREAM_UNREACHABLE, UPSTREAM_FAILED, UPSTREAM_STREAM_LOST, POLICY_UNAVAILABLE})
+_GATEWAY_FAILURES = frozenset({
+    UPSTREAM_UNREACHABLE, UPSTREAM_FAILED, UPSTREAM_STREAM_LOST, REQUEST_TIMEOUT, POLICY_UNAVAILABLE})
 
 
 @dataclass(frozen=True, slots=True)
