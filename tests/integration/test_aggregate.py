@@ -1,8 +1,8 @@
 """The aggregated endpoint /mcp: several real servers behind one host session, through the real gateway.
 
-Behind it: the SDK test server over HTTP (`web`), the same server as a stdio child (`local`), and the
-npm reference server (`everything`, TypeScript SDK, whose resources are paginated). Hosts are the
-real SDK client in both eras.
+Behind it: the SDK test server over Streamable HTTP (`web`), as a stdio child (`local`) and over the
+legacy HTTP+SSE transport (`oldsse`), the npm reference server (`everything`, TypeScript SDK), and a
+low-level SDK server that pages its lists (`paged`). Hosts are the real SDK client in both eras.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc]]:
         stack.enter_context(running([node, str(EVERYTHING), "streamableHttp"], port, tmp / "everything.log",
                                     env={"PORT": str(port)}))
         doomed = stack.enter_context(upstream_server(tmp, "doomed"))
+        old = stack.enter_context(upstream_server(tmp, "oldsse", era="sse"))
         paged_port = free_port()
         stack.enter_context(running([sys.executable, str(HERE / "paged_server.py"), str(paged_port), "8"], paged_port,
                                     tmp / "paged.log"))
@@ -55,6 +56,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc]]:
             "everything": (f"http://127.0.0.1:{port}/mcp", {"modes": ["form", "url"]}),
             "doomed": (doomed.base + "/mcp", {"modes": ["form"]}),
             "paged": (f"http://127.0.0.1:{paged_port}/mcp", {"modes": []}),
+            "oldsse": ({"url": f"{old.base}/sse", "transport": "sse"}, {"modes": ["form"]}),
         }
         gw = stack.enter_context(gateway(tmp, servers, extra={"aggregate": {"list_timeout_seconds": 15}}))
         yield {"gw": gw, "web": web, "doomed": doomed}
@@ -87,7 +89,7 @@ async def test_tools_of_every_server_are_listed_under_their_server_names(env: di
         tools = await all_pages(client.list_tools, "tools")
     names = [t.name for t in tools]
     assert len(names) == len(set(names)) and all(TOOL_NAME.fullmatch(n) for n in names)
-    for server in ("web", "local", "everything"):
+    for server in ("web", "local", "everything", "oldsse"):
         assert f"{server}__echo" in names
     echo = next(t for t in tools if t.name == "web__echo")
     assert echo.title == "[web] echo"
@@ -98,6 +100,7 @@ async def test_calls_are_routed_by_the_name_they_carry(env: dict[str, Proc]) -> 
         assert text_of(await client.call_tool("web__echo", {"text": "via http"})) == "via http"
         assert text_of(await client.call_tool("local__echo", {"text": "via stdio"})) == "via stdio"
         assert "via node" in text_of(await client.call_tool("everything__echo", {"message": "via node"}))
+        assert text_of(await client.call_tool("oldsse__echo", {"text": "via sse"})) == "via sse"
         with pytest.raises(MCPError) as unknown:
             await client.call_tool("nowhere__echo", {"text": "x"})
     assert unknown.value.error.code == -32602
@@ -146,16 +149,19 @@ async def test_elicitations_from_two_servers_are_tagged_and_judged_by_their_own_
     gw = env["gw"]
     host = Host()
     async with Client(f"{gw.base}/mcp", mode="legacy", elicitation_callback=host) as client:
-        web, local = await asyncio.gather(client.call_tool("web__ask_name", {}), client.call_tool("local__ask_name", {}),
-                                          return_exceptions=True)
+        web, local, old = await asyncio.gather(
+            client.call_tool("web__ask_name", {}), client.call_tool("local__ask_name", {}),
+            client.call_tool("oldsse__ask_name", {}), return_exceptions=True)
         with pytest.raises(MCPError) as blocked:
             await client.call_tool("web__sign_in", {})
-    assert not isinstance(web, BaseException) and json.loads(text_of(web)) == {"action": "accept", "name": "Ada"}
+    for answered in (web, old):
+        assert not isinstance(answered, BaseException) and json.loads(text_of(answered)) == {
+            "action": "accept", "name": "Ada"}
     # `local` may not elicit: its request is refused by its own policy and never reaches the host
     assert isinstance(local, MCPError) and "not offered" in local.error.message
     assert "sensitive_fields" in blocked.value.error.message  # a password form, blocked by web's policy
-    [seen] = host.seen
-    assert seen.message.startswith("[web] ") and seen.meta[ORIGIN_KEY] == {"server": "web"}
+    assert sorted((s.message.split("]")[0], s.meta[ORIGIN_KEY]["server"]) for s in host.seen) == [
+        ("[oldsse", "oldsse"), ("[web", "web")]  # each tagged with its own server; none from `local`
     log = gw.output()
     assert '"server":"web"' in log and '"rules":["sensitive_fields"]' in log
 
