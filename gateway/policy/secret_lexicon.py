@@ -178,6 +178,7 @@ class _Builder:
     known_words: set[str] = field(default_factory=set)
     term_words: set[str] = field(default_factory=set)  # words of secret nouns, targets of spelling fixes
     cues: dict[str, tuple[str, ...]] = field(default_factory=dict)  # phrase id -> cue words
+    generic_words: set[str] = field(default_factory=set)  # one-word terms of the generic "secret" family
 
     def _acronyms(self, phrase: str, label: str) -> None:
         """"tu DNI", "número de DNI": the capitalised acronym of a phrase is a (weak) term on its own."""
@@ -219,6 +220,8 @@ class _Builder:
                        len(words) > 1 and not unspaced and any(len(w) <= 2 for w in words), exact)
         if kind == TERM and exact is None:
             self._acronyms(phrase, label)
+        if kind == TERM and label == "secret" and len(words) == 1:
+            self.generic_words.add(key)
         known = self.entries.setdefault(key, [])
         if entry not in known:  # the same word in several languages is one entry
             known.append(entry)
@@ -281,6 +284,10 @@ _NOT_SECRET_ACRONYMS: Final = frozenset({"sms", "atm", "id", "api", "sim", "iban
                                          "wifi", "wlan", "nr", "no", "nº", "otp", "pin", "tan"})
 _NUMBER_WORDS: Final = frozenset({"number", "numero", "nummer", "numer", "cislo", "szam", "numar", "numri", "no",
                                   "nr", "nº", "n", "num", "nombor", "nomor", "code", "codigo", "kod", "kode"})
+# Words an identifier ends with that say nothing of what it holds (`pin_code`, `password_value`).
+_HEAD_TAILS: Final = frozenset(
+    "value val input field entry text data string str txt code number no nr num confirm confirmation again "
+    "repeat retype new old current here 1 2 plain raw".split())
 _CUE_STOP: Final = frozenset(
     "your you the that this what with from have when into which code codes number were there they them "
     "their will would should could please enter type here just also then than been just only more".split())
@@ -439,6 +446,8 @@ class Lexicon:
         self._abbreviable = tuple(sorted(
             (k, c) for k, c in b.typo_terms.items() if k.isascii() and c in _ABBREVIATED_CATEGORIES))
         self._correction_cache: dict[str, str | None] = {}
+        # Single words of the generic "secret" family ("secret", "geheim", "ರಹಸ್ಯ"): they also qualify nouns.
+        self._adjectives = frozenset(b.generic_words)
 
     # -- public --------------------------------------------------------------
 
@@ -451,6 +460,28 @@ class Lexicon:
                     if entry.kind == TERM and not entry.weak and entry.exact is None:
                         return str(entry.label)
         return None
+
+    def head_is_secret(self, identifier: str) -> bool:
+        """Whether the head (last) noun of a property name is a secret noun: `new_password`, `pin_code`,
+        `apiKeyValue` yes; `password_issue`, `psk_city` no (the secret word only modifies the head)."""
+        words = [w for w in words_of(identifier) if not w.isdigit()]
+        while len(words) > 1 and words[-1] in _HEAD_TAILS:
+            words.pop()
+        if len(words) <= 1:
+            return True
+        squashed = "".join(words)
+        for last, (_, entries, *_) in self._hits(squashed):
+            if last + 1 == len(squashed) and any(e.kind in (TERM, PHRASE) for e in entries):
+                return True
+        return self._correct(words[-1], True) is not None
+
+    def head_governs(self, identifier: str) -> bool:
+        """Whether a property name of several words ends in a governor: `key_label`, `token_nickname`,
+        `codes_left_count` hold a name or a count, never the secret itself."""
+        words = [w for w in words_of(identifier) if not w.isdigit()]
+        while len(words) > 1 and words[-1] in _HEAD_TAILS:
+            words.pop()
+        return len(words) >= 2 and self.scan(words[-1], False).governed
 
     def may_name_secret(self, text: str) -> bool:
         """False when no part of `text` can name a secret: no phrase, no misspelt term, no leetspeak,
@@ -734,6 +765,7 @@ class Lexicon:
         governor_hits: list[tuple[int, int, str, bool]] = []
         firm: set[tuple[int, int]] = set()
         concept_spans: set[tuple[int, int]] = set()
+        concept_words: list[tuple[int, int]] = []  # the words of descriptions found (a governor there is theirs)
         for end_index, (_, entries, *_) in hits:
             end = end_index + 1
             for entry in entries:
@@ -769,6 +801,9 @@ class Lexicon:
                     own = [(s, e) for s, e, label in cue_hits if label == pid]
                     terms.append((min(s for s, _ in own), max(e for _, e in own), DESCRIBED))
         concept_hits = spans.get(CONCEPT)
+        if concept_hits and BENIGN in spans:
+            # A word in its other sense is no part of a description ("kata kunci": a keyword, not a key).
+            concept_hits = [c for c in concept_hits if not any(bs <= c[0] and c[1] <= be for bs, be, _ in spans[BENIGN])]
         if concept_hits:
             present = {label for _, _, label in concept_hits}
             concepts |= present
@@ -779,6 +814,7 @@ class Lexicon:
                 # A blocker asks about something else only when it comes first ("Which email do you use
                 # to log in?"), not when it is a landmark ("what you type after your e-mail address").
                 if not any(label in blockers and cs < min(u for u, _ in used) for cs, _, label in concept_hits):
+                    concept_words.extend(used)
                     span = (min(cs for cs, _ in used), max(ce for _, ce in used))
                     concept_spans.add(span)
                     terms.append((*span, category))
@@ -797,14 +833,25 @@ class Lexicon:
                 o[:2] == t[:2] and o[2] != "secret" for o in terms)]
         if governors:
             # A governor inside a secret noun is part of it ("time" in "one time code").
+            # A description's span is loose: a governor inside it still governs ("what happened at login").
             governors = [g for g in governors if not any(ts <= g[0] and g[1] <= te and (ts, te) != (g[0], g[1])
-                                                         for ts, te, _ in terms)]
+                                                         and (ts, te) not in concept_spans for ts, te, _ in terms)
+                         and not any(cs <= g[0] and g[1] <= ce for cs, ce in concept_words)]
         benign = spans.get(BENIGN, ())
         negations = spans.get(NEGATION, ()) if prose else ()
         before_gap = _UNSPACED_GOVERNOR_GAP if unspaced else _GOVERNOR_GAP
         after_gap = _UNSPACED_GOVERNOR_GAP if unspaced else _AFTER_GAP
         for start, end, category in terms:
             cover = [(bs, be) for bs, be, _ in benign if bs <= start and end <= be]
+            if not cover and category in ("secret", "api_key") and squashed[start:end] in self._adjectives:
+                # "secret" before a noun that names nothing secret qualifies that noun ("secret masala",
+                # "secret sauce"): the field asks for a dish or a recipe, not for a credential.
+                index = bisect_right(starts, start) - 1
+                if starts[index] == start and ends[index] == end and index + 1 < len(words):
+                    following = words[index + 1]
+                    if len(following) >= 4 and following.isalpha() and following not in self._known \
+                            and self._correct(following, True) is None:
+                        cover = [(start, ends[index + 1])]
             if (start, end) not in firm and cover:
                 about.add(category)
                 word_start = starts[bisect_right(starts, start) - 1]
@@ -858,7 +905,8 @@ class Lexicon:
                 if squashed[end:end + rest] not in ("s", "es") and (entry.length < 5 or rest > 2):
                     return False  # "nume" (a name) is not inside "numero" or "numer"; "etiketi" is "etiket"
             elif not (entry.stem or kind in (BENIGN, CUE)
-                      or (kind == TERM and entry.length >= _COMPACT_MIN)
+                      or (kind == TERM and entry.length >= _COMPACT_MIN
+                          and (not entry.internal or entry.length - max(entry.internal) >= 4))
                       or (entry.length > 3 and rest <= 3)
                       or (rest <= 2 and not squashed[start:end].isascii())
                       or squashed[end:end + rest] in ("s", "es")):
