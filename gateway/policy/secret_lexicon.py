@@ -572,6 +572,14 @@ class Lexicon:
         corrected = self._corrected(folded, not prose)
         if corrected is not None:
             readings.append(corrected)
+        glued = _glued(folded)
+        if glued is not None:
+            # Separators inside words ("pass-word", "p.i.n", "_Sala_uksen **pääa**vain", "リカ-バリー"):
+            # the text read with them gone, and spelled right.
+            readings.append(glued)
+            corrected = self._corrected(glued, not prose)
+            if corrected is not None:
+                readings.append(corrected)
         original = undo_overrides(text)
         asked: set[str] = set()
         about: set[str] = set()
@@ -940,6 +948,28 @@ def _acronym_shown(key: str, original: str) -> bool:
     if len(key) == 2:
         return len(words) == 1  # "ww", "mk": only as the whole label
     return len(words) <= (2 if len(key) == 3 else 3)
+
+
+# Punctuation that splits a word without ending it: markdown emphasis, hyphens, dots, slashes, middle dots.
+_INNER_SEPARATORS: Final = re.compile(r"(?<=\S)[*_\-‐‑‒–—/.·・‧•∙⋅|\\~`'’+]+(?=\S)|[*_~`]+")
+_SPACED_PIECE: Final = re.compile(r"(?<!\S)\S{1,3}(?:\s+\S{1,3}(?!\S))+")
+
+
+def _glued_piece(match: re.Match[str]) -> str:
+    run = match.group(0)
+    pieces = run.split()
+    # Letters spaced out ("Cl av e p r i vad a"): mostly pieces of one or two characters.
+    if len(pieces) >= 4 and sum(len(p) <= 2 for p in pieces) * 3 >= len(pieces) * 2 \
+            and sum(len(p) == 1 for p in pieces) * 2 > len(pieces):
+        return "".join(pieces)
+    return run
+
+
+def _glued(folded: str) -> str | None:
+    """`folded` with the separators inside its words removed, or None when there are none."""
+    glued = _INNER_SEPARATORS.sub("", folded)
+    glued = _SPACED_PIECE.sub(_glued_piece, glued)
+    return glued if glued != folded else None
 
 
 @functools.lru_cache(maxsize=16384)

@@ -307,7 +307,7 @@ class SensitiveFieldDetector:
             # The identifier says what the answer is: a name, label or count of a secret (`api_key_name`,
             # `recovery_codes_count`), whatever language the title is in.
             return True
-        if not title and name_scan.governed and not name_scan.asked:
+        if not title and name_scan.governed and not name_scan.asked and not self._generic(field):
             return True
         if name_scan.asked and title and not (title_scan.asked or title_scan.about) \
                 and not self._lexicon.head_is_secret(field.name):
