@@ -34,6 +34,7 @@ from itertools import accumulate
 from typing import Any, Final, NamedTuple
 
 import ahocorasick_rs
+from rapidfuzz.distance import OSA
 
 from gateway.policy.text_normalization import CAMEL_MARK, camel_marked, normalize_text, undo_overrides
 
@@ -97,6 +98,7 @@ _CLAUSE_WIDE: Final = 40  # "why", "how many": their question covers the clause 
 """How far (in squashed characters) a governor word may stand from the secret noun it governs."""
 _UNSPACED_GOVERNOR_GAP: Final = 8
 _TYPO_MIN: Final = 6
+_TYPO2_MIN: Final = 8  # words this long may be two edits away from a secret noun
 _COMPACT_MIN: Final = 6
 
 
@@ -442,6 +444,10 @@ class Lexicon:
             for i in range(len(word)):
                 word_deletes.setdefault(word[:i] + word[i + 1:], word)
         self._word_deletes = word_deletes
+        self._long_by_first: dict[tuple[str, int], list[str]] = {}
+        for word in sorted(b.term_words):
+            if len(word) >= _TYPO2_MIN:
+                self._long_by_first.setdefault((word[0], len(word)), []).append(word)
         self._word_edges = frozenset(w[:2] for w in b.term_words) | frozenset(w[-2:] for w in b.term_words)
         self._abbreviable = tuple(sorted(
             (k, c) for k, c in b.typo_terms.items() if k.isascii() and c in _ABBREVIATED_CATEGORIES))
@@ -675,7 +681,9 @@ class Lexicon:
         if key in cache:
             return cache[key]
         result = None
-        if word not in self._known and word.isalpha():
+        # Letters only; a folded Cyrillic word may hold a digit ("з" looks like "3": "pe3epbныи").
+        if word not in self._known and (word.isalpha() or (not word.isascii() and word.isalnum()
+                                                           and not word.isdigit())):
             size = len(word)
             if size >= _TYPO_MIN or (label and size >= 4 and not word.isascii()):
                 result = self._near_word(word, label)
@@ -703,6 +711,10 @@ class Lexicon:
         return result
 
     def _near_word(self, word: str, label: bool, swaps_only: bool = False) -> str | None:
+        if not swaps_only and len(word) >= _TYPO2_MIN:
+            far = self._two_edits(word, label)
+            if far is not None:
+                return far
         if not (word[:2] in self._word_edges or word[-2:] in self._word_edges):
             return None
         targets = self._term_words if label else self._typo_term_set
@@ -723,6 +735,21 @@ class Lexicon:
             near = deletes.get(cut)  # one letter changed, or two swapped
             if near is not None and near in targets and near[0] in (word[0], word[1]):
                 return near
+        return None
+
+    def _two_edits(self, word: str, label: bool) -> str | None:
+        """A long secret noun within two edits of `word` (letters missing, doubled, changed or swapped:
+        "reecuuperacao", "atkmtstoken", "tratlaek"), sharing its first or its last letter with it.
+        Long words only: two edits turn too many short ordinary words into secret nouns."""
+        size = len(word)
+        first, last = word[0], word[-1]
+        for length in range(size - 2, size + 3):
+            for target in self._long_by_first.get((first, length), ()):
+                # The same last letter too: a compound with another last part ("noegleord", a keyword, is
+                # not "noeglekort") is another word.
+                if target[-1] == last and (label or target in self._typo_term_set) \
+                        and OSA.distance(word, target, score_cutoff=2) <= 2:
+                    return target
         return None
 
     def _expand_abbreviation(self, word: str) -> str | None:
