@@ -711,10 +711,12 @@ class Lexicon:
         return result
 
     def _near_word(self, word: str, label: bool, swaps_only: bool = False) -> str | None:
-        if not swaps_only and len(word) >= _TYPO2_MIN:
-            far = self._two_edits(word, label)
-            if far is not None:
-                return far
+        near = self._one_edit(word, label, swaps_only)
+        if near is None and not swaps_only and len(word) >= _TYPO2_MIN:
+            near = self._two_edits(word, label)
+        return near
+
+    def _one_edit(self, word: str, label: bool, swaps_only: bool) -> str | None:
         if not (word[:2] in self._word_edges or word[-2:] in self._word_edges):
             return None
         targets = self._term_words if label else self._typo_term_set
