@@ -976,7 +976,7 @@ def _acronym_shown(key: str, original: str) -> bool:
     words = [w for w in _SEPARATORS.split(_INVISIBLE.sub("", original).strip()) if w]
     if len(key) == 2:
         return len(words) == 1  # "ww", "mk": only as the whole label
-    return len(words) <= (2 if len(key) == 3 else 3)
+    return len(words) <= (1 if len(key) == 3 else 2)
 
 
 # Punctuation that splits a word without ending it: markdown emphasis, hyphens, dots, slashes, middle dots.
