@@ -142,6 +142,11 @@ def squash(folded: str) -> str:
     return _SEPARATORS.sub("", folded)
 
 
+def _wordlike(word: str) -> bool:
+    """Letters only; folded Cyrillic and Greek may hold a skeleton digit ("з" looks like "3")."""
+    return word.isalpha() or (not word.isascii() and word.isalnum() and not word.isdigit())
+
+
 class _Entry(NamedTuple):  # a NamedTuple: about 45 000 are built when the lexicon loads
     kind: int
     label: str  # category for TERM/REVERSED, class for GOVERNOR, phrase id for CUE
@@ -229,11 +234,11 @@ class _Builder:
             known.append(entry)
         for word in words:
             self.known_words.add(word)
-        if kind == TERM and len(words) == 1 and len(key) >= _TYPO_MIN and key.isalpha() and not unspaced:
+        if kind == TERM and len(words) == 1 and len(key) >= _TYPO_MIN and _wordlike(key) and not unspaced:
             self.typo_terms.setdefault(key, label)
         if kind == TERM and not unspaced:
             for word in words:
-                if len(word) >= 4 and word.isalpha():
+                if len(word) >= 4 and _wordlike(word):
                     self.term_words.add(word)
         if kind == TERM and len(key) >= 5 and key.isascii() and key.isalpha():
             reversed_entry = _Entry(REVERSED, label, len(key), frozenset(), False, False, False)
@@ -682,8 +687,7 @@ class Lexicon:
             return cache[key]
         result = None
         # Letters only; a folded Cyrillic word may hold a digit ("з" looks like "3": "pe3epbныи").
-        if word not in self._known and (word.isalpha() or (not word.isascii() and word.isalnum()
-                                                           and not word.isdigit())):
+        if word not in self._known and _wordlike(word):
             size = len(word)
             if size >= _TYPO_MIN or (label and size >= 4 and not word.isascii()):
                 result = self._near_word(word, label)
