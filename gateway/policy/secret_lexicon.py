@@ -904,6 +904,9 @@ class Lexicon:
             if any(((ge <= start and start - ge <= (1 if weak else _CLAUSE_WIDE if label in ("describe", "count")
                                                    else before_gap)) and label != "after")
                    or ((end <= gs and gs - end <= (1 if weak else after_gap)) and label not in ("before", "issue"))
+                   # A question closing its clause covers the clause (verb-final languages: "... क्या हुआ?").
+                   or (end <= gs and label == "describe" and not weak and ge == len(squashed)
+                       and gs - end <= _CLAUSE_WIDE)
                    or (gs < end and start < ge and label not in ("before", "after", "issue"))
                    for gs, ge, label, weak in governors
                    if not (described and label == "choose") and (label != "issue" or category in _ISSUED)):
