@@ -580,11 +580,13 @@ class Lexicon:
         backwards = self._backwards(folded.replace(CAMEL_MARK, "") if CAMEL_MARK in folded else folded)
         if backwards is not None:
             readings.append(backwards)
-        corrected = self._corrected(folded, not prose)
+        glued_readings = _glued(folded)
+        # A word cut by a separator leaves fragments ("סועד-ים"): only the glued readings are spelled right.
+        corrected = self._corrected(folded, not prose) if not glued_readings else None
         if corrected is not None:
             readings.append(corrected)
-        glued = _glued(folded)
-        if glued is not None:
+        first_glued = len(readings)
+        for glued in glued_readings:
             # Separators inside words ("pass-word", "p.i.n", "_Sala_uksen **pääa**vain", "リカ-バリー"):
             # the text read with them gone, and spelled right.
             readings.append(glued)
@@ -599,30 +601,43 @@ class Lexicon:
         sense: set[str] = set()
         plain_about: set[str] = set()
         for number, reading in enumerate(readings):
+            if number > first_glued and reading == glued_readings[-1] and (asked or about):
+                continue  # short pieces joined: a last resort, when nothing else was read
             # A parenthesis annotates what stands before it: read on its own, and the rest without it.
             clauses = _CLAUSES.split(_PARENS.sub(" ", reading)) if "(" in reading or "（" in reading else \
                 _CLAUSES.split(reading)
             clauses += _PARENS.findall(reading)
             found: set[str] = set()
+            glued = number >= first_glued
+            own_about: set[str] = set() if glued else about
+            own_concepts: set[str] = set() if glued else concepts
             for clause in clauses:
                 if clause:
-                    governed |= self._scan_clause(clause, prose, found, about, original, concepts, sense)
+                    governed |= self._scan_clause(clause, prose, found, own_about, original, own_concepts, sense)
             if number == 0:
                 plain_about = set(about)
                 asked |= found
+            elif glued:
+                # Separators gone, the words read differently: what this reading says about them counts.
+                found |= self._described(own_concepts, own_about)
+                asked |= found - own_about
+                about |= own_about
             else:
                 # Another reading (leetspeak undone, backwards, spelled right) adds asks, but never undoes a
                 # mention the text as written makes ("Название ключа API": "з" folds to "3", not leet).
                 asked |= found - plain_about
-        if concepts:
-            # A description spread over clauses: "Six digits, which we just sent you by SMS".
-            for category, needs, blockers in self._rules:
-                if all(not alt.isdisjoint(concepts) for alt in needs) and blockers.isdisjoint(concepts) \
-                        and category not in about:
-                    asked.add(category)
+        asked |= self._described(concepts, about)
         if asked or about or governed:
             return TextScan(frozenset(asked), frozenset(about - asked), governed, frozenset(sense))
         return NOTHING
+
+    def _described(self, concepts: set[str], about: set[str]) -> set[str]:
+        """A description spread over clauses: "Six digits, which we just sent you by SMS"."""
+        if not concepts:
+            return set()
+        return {category for category, needs, blockers in self._rules
+                if all(not alt.isdisjoint(concepts) for alt in needs) and blockers.isdisjoint(concepts)
+                and category not in about}
 
     @staticmethod
     def _whole_governor(folded: str, hits: list[tuple[int, Any]]) -> bool:
@@ -739,7 +754,10 @@ class Lexicon:
             if cut in targets:  # one letter too many
                 return cut
             near = deletes.get(cut)  # one letter changed, or two swapped
-            if near is not None and near in targets and near[0] in (word[0], word[1]):
+            # (A letter cut from each can also be two edits: only when the word starts as the noun does,
+            # "tookne" for "token", never "problem" for "parolem".)
+            if near is not None and near in targets and near[0] in (word[0], word[1]) \
+                    and (word[:2] == near[:2] or OSA.distance(word, near, score_cutoff=1) <= 1):
                 return near
         return None
 
@@ -765,7 +783,7 @@ class Lexicon:
             if term[0] != word[0]:
                 continue
             consonants = [c for c in term if c not in _VOWELS]
-            if word[-1] != consonants[-1] or 2 * len(word) < len(set(consonants)):
+            if word[-1] != consonants[-1] or 2 * len(word) < len(consonants):
                 continue
             rest = iter(term)
             if all(c in rest for c in word):
@@ -824,7 +842,8 @@ class Lexicon:
                     if entry.weak and not _acronym_shown(squashed[start:end], original):
                         continue
                     if entry.exact is not None:
-                        if entry.exact not in unicodedata.normalize("NFC", _INVISIBLE.sub("", original)).casefold():
+                        written = unicodedata.normalize("NFC", _INVISIBLE.sub("", original)).casefold()
+                        if entry.exact not in written and _NON_WORD.sub("", entry.exact) not in _NON_WORD.sub("", written):
                             continue
                         firm.add((start, end))  # written exactly so: no other sense applies
                     terms.append((start, end, entry.label))
@@ -969,10 +988,12 @@ class Lexicon:
             return True
         pieces = words[first:last + 1]
         if all(len(p) <= 2 for p in pieces):
-            return True
+            # Spaced letters ("p a s s w o r d") spell a secret noun; a description word must be written whole.
+            return kind != CONCEPT
         return kind == TERM and entry.length >= _COMPACT_MIN and right and len(pieces) <= 4
 
 
+_NON_WORD: Final = re.compile(r"[\W_]+")
 _INVISIBLE: Final = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 
 
@@ -988,24 +1009,27 @@ def _acronym_shown(key: str, original: str) -> bool:
 
 # Punctuation that splits a word without ending it: markdown emphasis, hyphens, dots, slashes, middle dots.
 _INNER_SEPARATORS: Final = re.compile(r"(?<=\S)[*_\-‐‑‒–—/.·・‧•∙⋅|\\~`'’+]+(?=\S)|[*_~`]+")
-_SPACED_PIECE: Final = re.compile(r"(?<!\S)\S{1,3}(?:\s+\S{1,3}(?!\S))+")
+_SPACED_LETTERS: Final = re.compile(r"(?<!\S)[^\s\d](?:[ \t][^\s\d]){2,}(?!\S)")
+_SPACED_PIECES: Final = re.compile(r"(?<!\S)\S{1,3}(?:\s+\S{1,3}(?!\S))+")
 
 
-def _glued_piece(match: re.Match[str]) -> str:
+def _glued_pieces(match: re.Match[str]) -> str:
     run = match.group(0)
     pieces = run.split()
-    # Letters spaced out ("Cl av e p r i vad a"): mostly pieces of one or two characters.
+    # Letters spaced out in uneven pieces ("Cl av e p r i vad a"): mostly single characters.
     if len(pieces) >= 4 and sum(len(p) <= 2 for p in pieces) * 3 >= len(pieces) * 2 \
             and sum(len(p) == 1 for p in pieces) * 2 > len(pieces):
         return "".join(pieces)
     return run
 
 
-def _glued(folded: str) -> str | None:
-    """`folded` with the separators inside its words removed, or None when there are none."""
-    glued = _INNER_SEPARATORS.sub("", folded)
-    glued = _SPACED_PIECE.sub(_glued_piece, glued)
-    return glued if glued != folded else None
+def _glued(folded: str) -> list[str]:
+    """`folded` with the separators inside its words removed: letters spaced one by one joined, and
+    (a second reading, when it differs) runs of short pieces joined. Empty when nothing changes."""
+    inner = _INNER_SEPARATORS.sub("", folded)
+    letters = _SPACED_LETTERS.sub(lambda m: m.group(0).replace(" ", "").replace("\t", ""), inner)
+    pieces = _SPACED_PIECES.sub(_glued_pieces, inner)
+    return [g for g in dict.fromkeys((letters, pieces)) if g != folded]
 
 
 @functools.lru_cache(maxsize=16384)
