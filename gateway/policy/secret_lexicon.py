@@ -98,6 +98,7 @@ _CLAUSE_WIDE: Final = 40  # "why", "how many": their question covers the clause 
 """How far (in squashed characters) a governor word may stand from the secret noun it governs."""
 _UNSPACED_GOVERNOR_GAP: Final = 8
 _TYPO_MIN: Final = 6
+_GOVERNOR_TYPO_MIN: Final = 5
 _TYPO2_MIN: Final = 8  # words this long may be two edits away from a secret noun
 _COMPACT_MIN: Final = 6
 
@@ -453,6 +454,23 @@ class Lexicon:
         for word in sorted(b.term_words):
             if len(word) >= _TYPO2_MIN:
                 self._long_by_first.setdefault((word[0], len(word)), []).append(word)
+        self._concepts_by_first: dict[tuple[str, int], list[str]] = {}
+        for key, entries in b.entries.items():
+            if len(key) >= _GOVERNOR_TYPO_MIN and _wordlike(key) and any(
+                    e.kind == CONCEPT and not e.internal for e in entries):
+                self._concepts_by_first.setdefault((key[0], len(key)), []).append(key)
+        self._concept_fix_cache: dict[str, str | None] = {}
+        self._concept_stems: dict[str, list[str]] = {}
+        for key, entries in b.entries.items():
+            if len(key) >= _TYPO2_MIN and _wordlike(key) and any(
+                    e.kind == CONCEPT and e.stem and not e.internal for e in entries):
+                self._concept_stems.setdefault(key[0], []).append(key)
+        self._governors_by_first: dict[tuple[str, int], list[str]] = {}
+        for key, entries in b.entries.items():
+            if len(key) >= _GOVERNOR_TYPO_MIN and _wordlike(key) and key not in self._term_words and any(
+                    (e.kind == BENIGN or (e.kind == GOVERNOR and e.label in ("name", "count", "describe")))
+                    and not e.weak and not e.internal for e in entries):
+                self._governors_by_first.setdefault((key[0], len(key)), []).append(key)
         self._word_edges = frozenset(w[:2] for w in b.term_words) | frozenset(w[-2:] for w in b.term_words)
         self._abbreviable = tuple(sorted(
             (k, c) for k, c in b.typo_terms.items() if k.isascii() and c in _ABBREVIATED_CATEGORIES))
@@ -558,7 +576,7 @@ class Lexicon:
         if backwards if backwards is not None else self._reads_backwards(squashed):
             return True  # perhaps written backwards (the full scan decides)
         unknown = set(_letter_runs(folded)) - self._known
-        return any(self._correct(word, label) is not None for word in unknown)
+        return any(self._correct(word, label) is not None or self._concept_fix(word) is not None for word in unknown)
 
     @functools.lru_cache(maxsize=16384)  # noqa: B019 - one Lexicon per policy, kept for the process
     def scan(self, text: str, prose: bool) -> TextScan:
@@ -583,9 +601,10 @@ class Lexicon:
         glued_readings = _glued(folded)
         # A word cut by a separator leaves fragments ("סועד-ים"): only the glued readings are spelled right.
         corrected = self._corrected(folded, not prose) if not glued_readings else None
+        # Readings from here on are judged on their own (a misspelt or cut word says nothing as written).
+        first_glued = len(readings)
         if corrected is not None:
             readings.append(corrected)
-        first_glued = len(readings)
         for glued in glued_readings:
             # Separators inside words ("pass-word", "p.i.n", "_Sala_uksen **pääa**vain", "リカ-バリー"):
             # the text read with them gone, and spelled right.
@@ -601,7 +620,7 @@ class Lexicon:
         sense: set[str] = set()
         plain_about: set[str] = set()
         for number, reading in enumerate(readings):
-            if number > first_glued and reading == glued_readings[-1] and (asked or about):
+            if number > first_glued and glued_readings and reading == glued_readings[-1] and (asked or about):
                 continue  # short pieces joined: a last resort, when nothing else was read
             # A parenthesis annotates what stands before it: read on its own, and the rest without it.
             clauses = _CLAUSES.split(_PARENS.sub(" ", reading)) if "(" in reading or "（" in reading else \
@@ -627,6 +646,19 @@ class Lexicon:
                 # mention the text as written makes ("Название ключа API": "з" folds to "3", not leet).
                 asked |= found - plain_about
         asked |= self._described(concepts, about)
+        if asked:
+            fixed = self._governor_fixed(folded)
+            if fixed is not None:
+                # A misspelt governor still governs: what the text with it spelled right only mentions is
+                # not asked for.
+                fixed_found: set[str] = set()
+                fixed_about: set[str] = set()
+                for clause in _CLAUSES.split(fixed):
+                    if clause:
+                        governed |= self._scan_clause(clause, prose, fixed_found, fixed_about, original, set(), set())
+                unasked = (asked & fixed_about) - fixed_found
+                asked -= unasked
+                about |= unasked
         if asked or about or governed:
             return TextScan(frozenset(asked), frozenset(about - asked), governed, frozenset(sense))
         return NOTHING
@@ -675,12 +707,59 @@ class Lexicon:
                 return folded[::-1]
         return None
 
+    def _concept_fix(self, word: str) -> str | None:
+        """The description word (digits, wallet, sent, ...) that `word` misspells, if any: one edit in words of
+        five letters or more, two in words of eight or more, the first letter kept."""
+        cache = self._concept_fix_cache
+        if word in cache:
+            return cache[word]
+        fix = None
+        size = len(word)
+        if size >= _GOVERNOR_TYPO_MIN and word not in self._known and _wordlike(word):
+            edits = 2 if size >= _TYPO2_MIN else 1
+            for length in range(size - edits, size + edits + 1):
+                for target in self._concepts_by_first.get((word[0], length), ()):
+                    if OSA.distance(word, target, score_cutoff=edits) <= edits and (edits == 1 or target[-1] == word[-1]):
+                        fix = target
+                        break
+                if fix is not None:
+                    break
+            if fix is None:
+                # A stem ("geldautomat*"): the word's beginning misspells it ("geldautomaetn").
+                for target in self._concept_stems.get(word[0], ()):
+                    if len(target) < size and OSA.distance(word[:len(target)], target, score_cutoff=1) <= 1:
+                        fix = target + word[len(target):]
+                        break
+        if len(cache) > 50000:
+            cache.clear()
+        cache[word] = fix
+        return fix
+
+    def _governor_fixed(self, folded: str) -> str | None:
+        """The text with misspelt governor and other-sense words put right ("Lbael for this API key",
+        "Pubilc key"), or None: a misspelt "label" still asks for a label."""
+        changed = False
+        out = []
+        for word in _SEPARATORS.split(folded):
+            fix = None
+            if len(word) >= _GOVERNOR_TYPO_MIN and word not in self._known and _wordlike(word):
+                for length in (len(word) - 1, len(word), len(word) + 1):
+                    for target in self._governors_by_first.get((word[0], length), ()):
+                        if OSA.distance(word, target, score_cutoff=1) <= 1:
+                            fix = target
+                            break
+                    if fix is not None:
+                        break
+            changed |= fix is not None
+            out.append(fix or word)
+        return " ".join(out) if changed else None
+
     def _corrected(self, folded: str, label: bool) -> str | None:
         """The text with misspelt or abbreviated words of secret nouns put right ("pasword", "pswd")."""
         changed = False
         out = []
         for word in _SEPARATORS.split(folded):
-            fix = self._correct(word, label) if word else None
+            fix = (self._correct(word, label) or self._concept_fix(word)) if word else None
             if fix is not None:
                 changed = True
                 out.append(fix)
