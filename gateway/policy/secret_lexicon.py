@@ -619,6 +619,7 @@ class Lexicon:
         concepts: set[str] = set()
         sense: set[str] = set()
         plain_about: set[str] = set()
+        unask: set[str] = set()
         for number, reading in enumerate(readings):
             if number > first_glued and glued_readings and reading == glued_readings[-1] and (asked or about):
                 continue  # short pieces joined: a last resort, when nothing else was read
@@ -628,7 +629,7 @@ class Lexicon:
             clauses += _PARENS.findall(reading)
             found: set[str] = set()
             glued = number >= first_glued
-            own_about: set[str] = set() if glued else about
+            own_about: set[str] = set() if number > 0 else about
             own_concepts: set[str] = set() if glued else concepts
             for clause in clauses:
                 if clause:
@@ -642,9 +643,16 @@ class Lexicon:
                 asked |= found - own_about
                 about |= own_about
             else:
-                # Another reading (leetspeak undone, backwards, spelled right) adds asks, but never undoes a
-                # mention the text as written makes ("Название ключа API": "з" folds to "3", not leet).
+                # Another reading (leetspeak undone, backwards) adds asks, but never undoes a mention the text
+                # as written makes ("Название ключа API": "з" folds to "3", not leet); what it only mentions
+                # ("L4b3l for this API key") is not asked either.
                 asked |= found - plain_about
+                unask |= own_about - found
+                about |= own_about
+        if unask & asked:
+            unasked = unask & asked
+            asked -= unasked
+            about |= unasked
         asked |= self._described(concepts, about)
         if asked:
             fixed = self._governor_fixed(folded)
