@@ -628,16 +628,16 @@ class Lexicon:
                 _CLAUSES.split(reading)
             clauses += _PARENS.findall(reading)
             found: set[str] = set()
-            glued = number >= first_glued
+            is_glued = number >= first_glued
             own_about: set[str] = set() if number > 0 else about
-            own_concepts: set[str] = set() if glued else concepts
+            own_concepts: set[str] = set() if is_glued else concepts
             for clause in clauses:
                 if clause:
                     governed |= self._scan_clause(clause, prose, found, own_about, original, own_concepts, sense)
             if number == 0:
                 plain_about = set(about)
                 asked |= found
-            elif glued:
+            elif is_glued:
                 # Separators gone, the words read differently: what this reading says about them counts.
                 found |= self._described(own_concepts, own_about)
                 asked |= found - own_about
@@ -727,7 +727,8 @@ class Lexicon:
             edits = 2 if size >= _TYPO2_MIN else 1
             for length in range(size - edits, size + edits + 1):
                 for target in self._concepts_by_first.get((word[0], length), ()):
-                    if OSA.distance(word, target, score_cutoff=edits) <= edits and (edits == 1 or target[-1] == word[-1]):
+                    if (edits == 1 or target[-1] == word[-1]) \
+                            and OSA.distance(word, target, score_cutoff=edits) <= edits:
                         fix = target
                         break
                 if fix is not None:
@@ -930,7 +931,8 @@ class Lexicon:
                         continue
                     if entry.exact is not None:
                         written = unicodedata.normalize("NFC", _INVISIBLE.sub("", original)).casefold()
-                        if entry.exact not in written and _NON_WORD.sub("", entry.exact) not in _NON_WORD.sub("", written):
+                        if entry.exact not in written and \
+                                _NON_WORD.sub("", entry.exact) not in _NON_WORD.sub("", written):
                             continue
                         firm.add((start, end))  # written exactly so: no other sense applies
                     terms.append((start, end, entry.label))
@@ -950,7 +952,8 @@ class Lexicon:
         concept_hits = spans.get(CONCEPT)
         if concept_hits and BENIGN in spans:
             # A word in its other sense is no part of a description ("kata kunci": a keyword, not a key).
-            concept_hits = [c for c in concept_hits if not any(bs <= c[0] and c[1] <= be for bs, be, _ in spans[BENIGN])]
+            concept_hits = [c for c in concept_hits
+                            if not any(bs <= c[0] and c[1] <= be for bs, be, _ in spans[BENIGN])]
         if concept_hits:
             present = {label for _, _, label in concept_hits}
             concepts |= present
