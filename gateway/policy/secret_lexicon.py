@@ -223,6 +223,10 @@ class _Builder:
         unspaced = not key.isascii() and _UNSPACED.search(key) is not None
         if not key.isascii() and _HANGUL_WORD.fullmatch(words[-1]):
             stem = True  # Korean particles attach to the noun ("비밀번호를")
+        if kind == GOVERNOR and len(key) <= 4 and key.isascii() and not phrase.strip("*~ ").isascii():
+            # A short governor that folding strips of its diacritics ("tên": a name) would meet ordinary
+            # words of other languages ("ten"): it counts only as written.
+            exact = unicodedata.normalize("NFC", phrase.strip("*~ ")).casefold()
         entry = _Entry(kind, label, len(key), internal, stem, infix, unspaced,
                        kind == TERM and len(key) <= 4 and key.isascii() and key.isalpha() and key not in _STRONG_SHORT,
                        len(words) > 1 and not unspaced and any(len(w) <= 2 for w in words), exact)
@@ -594,7 +598,7 @@ class Lexicon:
             hits = self._hits(squashed)
             if not self._needs_scan(folded, squashed, hits, not prose):
                 # The common case: nothing in the text can name a secret.
-                return _GOVERNED if self._whole_governor(folded, hits) else NOTHING
+                return _GOVERNED if self._whole_governor(folded, hits, text) else NOTHING
         backwards = self._backwards(folded.replace(CAMEL_MARK, "") if CAMEL_MARK in folded else folded)
         if backwards is not None:
             readings.append(backwards)
@@ -680,12 +684,13 @@ class Lexicon:
                 and category not in about}
 
     @staticmethod
-    def _whole_governor(folded: str, hits: list[tuple[int, Any]]) -> bool:
+    def _whole_governor(folded: str, hits: list[tuple[int, Any]], original: str) -> bool:
         """Whether a strong governor stands as whole words in the text (one that names, counts, chooses)."""
         bounds: list[int] | None = None
         for last, (_, entries, *_) in hits:
             for entry in entries:
-                if entry.kind == GOVERNOR and not entry.weak and entry.label != "choose":
+                if entry.kind == GOVERNOR and not entry.weak and entry.label != "choose" and (
+                        entry.exact is None or _written(entry.exact, original)):
                     if bounds is None:
                         bounds = [0, *accumulate(map(len, split_words(folded)))]
                     end = last + 1
@@ -896,7 +901,7 @@ class Lexicon:
         hits = self._hits(squashed)
         if not any(payload[0] for _, payload in hits):
             # Governor words alone only mark the text as being about names, counts, choices.
-            return self._whole_governor(hard, hits)
+            return self._whole_governor(hard, hits, original)
         words = split_words(hard)
         ends = list(accumulate(len(w) for w in words))
         starts = [0, *ends[:-1]]
@@ -924,15 +929,14 @@ class Lexicon:
                     attached.append((start, end, entry.label, entry.weak))
                     continue
                 if entry.kind == GOVERNOR:
-                    governor_hits.append((start, end, entry.label, entry.weak))
+                    if entry.exact is None or _written(entry.exact, original):
+                        governor_hits.append((start, end, entry.label, entry.weak))
                     continue
                 if entry.kind in (TERM, REVERSED):
                     if entry.weak and not _acronym_shown(squashed[start:end], original):
                         continue
                     if entry.exact is not None:
-                        written = unicodedata.normalize("NFC", _INVISIBLE.sub("", original)).casefold()
-                        if entry.exact not in written and \
-                                _NON_WORD.sub("", entry.exact) not in _NON_WORD.sub("", written):
+                        if not _written(entry.exact, original):
                             continue
                         firm.add((start, end))  # written exactly so: no other sense applies
                     terms.append((start, end, entry.label))
@@ -1040,6 +1044,11 @@ class Lexicon:
                 or (end < length and squashed[end].isascii() != squashed[end - 1].isascii())
         else:
             left = start in bounds or start in soft
+            if not left and start < length and _PROCLITIC_SCRIPT.match(squashed, start):
+                # Hebrew and Arabic attach short words in front ("הספרות": the digits, "بالرقم": with the
+                # number): after one to three of them, the word starts.
+                word_start = starts[bisect_right(starts, start) - 1]
+                left = 0 < start - word_start <= 3 and all(c in _PROCLITICS for c in squashed[word_start:start])
             right = end in bounds or end in soft
         kind = entry.kind
         if kind == REVERSED:
@@ -1084,6 +1093,16 @@ class Lexicon:
 
 
 _NON_WORD: Final = re.compile(r"[\W_]+")
+
+
+def _written(exact: str, original: str) -> bool:
+    """Whether `original` holds `exact` as written (diacritics kept), separators aside."""
+    written = unicodedata.normalize("NFC", _INVISIBLE.sub("", original)).casefold()
+    return exact in written or _NON_WORD.sub("", exact) in _NON_WORD.sub("", written)
+
+
+_PROCLITIC_SCRIPT: Final = re.compile("[\u05d0-\u05ea\u0620-\u064a\u0671-\u06d3]")
+_PROCLITICS: Final = frozenset("הבלמשוכ" "والبفكس")
 _INVISIBLE: Final = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 
 
