@@ -1087,8 +1087,10 @@ class Lexicon:
             return True
         pieces = words[first:last + 1]
         if all(len(p) <= 2 for p in pieces):
-            # Spaced letters ("p a s s w o r d") spell a secret noun; a description word must be written whole.
-            return kind != CONCEPT
+            # Spaced letters ("p a s s w o r d") spell a secret noun, all of them: "n i r" inside
+            # "r e t e n i r" is not one. A description word must be written whole.
+            whole = (first == 0 or len(words[first - 1]) > 2) and (last + 1 >= len(words) or len(words[last + 1]) > 2)
+            return kind != CONCEPT and whole
         return kind == TERM and entry.length >= _COMPACT_MIN and right and len(pieces) <= 4
 
 
