@@ -1108,9 +1108,15 @@ _PROCLITICS: Final = frozenset("הבלמשוכ" "والبفكس")
 _INVISIBLE: Final = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 
 
+_DOTTED_CAPITALS: Final = re.compile(r"(?<=\b[A-Z])\.(?=[A-Z]\b)")
+
+
 def _acronym_shown(key: str, original: str) -> bool:
     """A weak short term counts when written in capitals ("TAN", "DNI") or when it is the whole label."""
-    if re.search(rf"(?<![A-Za-z]){re.escape(key.upper())}(?![a-z])", _INVISIBLE.sub("", original)):
+    visible = _INVISIBLE.sub("", original)
+    if "." in visible:
+        visible = _DOTTED_CAPITALS.sub("", visible)  # "C.F.", "N.I.F." are capitals too
+    if re.search(rf"(?<![A-Za-z]){re.escape(key.upper())}(?![a-z])", visible):
         return True
     words = [w for w in _SEPARATORS.split(_INVISIBLE.sub("", original).strip()) if w]
     if len(key) == 2:

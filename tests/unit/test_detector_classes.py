@@ -47,6 +47,9 @@ ASKS = [
     ("typos", field("Contrasennaa")),
     ("typos", field("Wiederherstelungsscode")),
     ("typos", field("Резеррвнный код")),
+    ("typos", field("Tookne de acesso")),
+    ("typos", field("Los seis díigitos que te acabamos de enviar por SMS")),
+    ("typos", field("Die vier Ziffern, die du am Geldautomaetn eintippst")),
     # Marks writers leave out: kana voicing, Thai tone marks.
     ("marks", field("パスワート")),
     ("marks", field("รหัสผาน")),
@@ -70,6 +73,8 @@ ASKS = [
     ("national_id", field("Número de cédula")),
     ("national_id", field("Số căn cước")),
     ("national_id", field("Numer PESEL")),
+    ("national_id", field("N.I.F.")),
+    ("national_id", field("רשום את הספרות מהתעודה שלך", name="x")),
     # Identifier-only fields.
     ("identifier", field("", name="oauth_refresh")),
     ("identifier", field("", name="authorization_header")),
@@ -114,6 +119,16 @@ HARMLESS = [
     # Short acronyms in lower case inside a longer label.
     ("acronym", field("Sin azúcar, por favor")),
     ("acronym", field("Ein Kommentar zur Bestellung")),
+    # A misspelt governor still governs; an ordinary word is not "corrected" into a secret noun.
+    ("typo_governor", field("Pubilc key")),
+    ("typo_governor", field("Lbael for this API key")),
+    ("typo_governor", field("Lable for the access token")),
+    ("no_correction", field("Describe the problem")),
+    # Letters spaced inside an ordinary word do not spell an acronym ("n i r" in "r e t e n i r").
+    ("spaced", field("Points clés à r e t e n i r")),
+    ("spaced", field("Points clés à r.e.t.e.n.i.r")),
+    # Short governors that lose their diacritics count only as written: "tên" (name), not "ten".
+    ("diacritics", field("Tên khóa", message="Khóa SSH mới")),
     # Other senses and questions about credentials.
     ("other", field("Primary key column")),
     ("other", field("Public encryption key (we encrypt files to you with it)")),
@@ -134,6 +149,11 @@ HARMLESS = [
 @pytest.mark.parametrize(("cls", "params"), HARMLESS, ids=[f"{c}-{i}" for i, (c, _) in enumerate(HARMLESS)])
 def test_class_harmless_forms_pass(cls: str, params: dict[str, Any]) -> None:
     assert not blocked(params), (cls, params, DETECTOR.find(params))
+
+
+def test_ten_is_not_a_vietnamese_name_governor() -> None:
+    # English "ten" inside a description is no governor: the ask stays.
+    assert blocked(field("One of the ten backup codes you printed when you turned on 2-step sign-in"))
 
 
 def test_optional_marks_fold_away() -> None:
