@@ -918,6 +918,7 @@ class Lexicon:
         firm: set[tuple[int, int]] = set()
         concept_spans: set[tuple[int, int]] = set()
         concept_words: list[tuple[int, int]] = []  # the words of descriptions found (a governor there is theirs)
+        nouns: list[tuple[int, int]] = []  # those naming the thing itself ("key", "code")
         for end_index, (_, entries, *_) in hits:
             end = end_index + 1
             for entry in entries:
@@ -965,6 +966,8 @@ class Lexicon:
                 if not all(not alt.isdisjoint(present) for alt in needs):
                     continue
                 used = [(cs, ce) for cs, ce, label in concept_hits if any(label in alt for alt in needs)]
+                nouns.extend((cs, ce) for cs, ce, label in concept_hits
+                             if label in _NOUN_CONCEPTS and any(label in alt for alt in needs))
                 # A blocker asks about something else only when it comes first ("Which email do you use
                 # to log in?"), not when it is a landmark ("what you type after your e-mail address").
                 if not any(label in blockers and cs < min(u for u, _ in used) for cs, _, label in concept_hits):
@@ -1021,6 +1024,10 @@ class Lexicon:
                    or (end <= gs and label == "describe" and not weak and ge == len(squashed)
                        and gs - end <= _CLAUSE_WIDE)
                    or (gs < end and start < ge and label not in ("before", "after", "issue"))
+                   # Inside a description, a governor right after one of its words ("key prefix shown in
+                   # the dashboard") is about that word.
+                   or (described and label not in ("before", "issue", "choose") and gs < end and start < ge
+                       and any(ce <= gs and gs - ce <= (1 if weak else after_gap) for _, ce in nouns))
                    for gs, ge, label, weak in governors
                    if not (described and label == "choose") and (label != "issue" or category in _ISSUED)):
                 about.add(category)
@@ -1095,6 +1102,7 @@ class Lexicon:
 
 
 _NON_WORD: Final = re.compile(r"[\W_]+")
+_NOUN_CONCEPTS: Final = frozenset({"key_word", "code_word", "codes"})
 
 
 def _written(exact: str, original: str) -> bool:
