@@ -605,6 +605,9 @@ class Lexicon:
         glued_readings = _glued(folded)
         # A word cut by a separator leaves fragments ("סועד-ים"): only the glued readings are spelled right.
         corrected = self._corrected(folded, not prose) if not glued_readings else None
+        if corrected is not None and " " not in corrected.strip():
+            readings.append(corrected)  # a whole label spelled right as one noun ("mot de pass")
+            corrected = None
         # Readings from here on are judged on their own (a misspelt or cut word says nothing as written).
         first_glued = len(readings)
         if corrected is not None:
