@@ -238,7 +238,10 @@ class SensitiveFieldDetector:
                 title, description = prop_schema.get("title"), prop_schema.get("description")
                 title = title if isinstance(title, str) else ""
                 labels.append(title or name)
-                rest += (title, description if isinstance(description, str) else "", name, "")
+                if isinstance(description, str) and description:
+                    rest += (title, description, name, "")
+                else:
+                    rest += (name, "")  # the title is among the labels already
         joined = "\n".join(labels) + "\n\n" + "\n".join(rest)
         quiet = self._quiet.get(joined)
         if quiet is None:
