@@ -124,3 +124,15 @@ def test_blind_set_1_holds_under_evasion_classes(evasion: Any) -> None:
             false_blocks += bool(found)
     assert misses <= 3
     assert false_blocks == 0
+
+
+@pytest.mark.parametrize("evasion", ["dots", "spaced", "hyphen", "markdown", "middle-dot"])
+def test_blind_sets_hold_under_separators(evasion: str) -> None:
+    """The longest word of every title of blind sets 1 and 2 cut by separators (tests/corpus/evasion_stress.py):
+    asks stay blocked and harmless forms pass, within the figures of docs/policy-accuracy.md."""
+    from evasion_stress import CLASSES, blind_rows, stress
+
+    misses, asks, false_blocks, harmless = stress(CLASSES[evasion], blind_rows(), SensitiveFieldDetector(), seeds=1)
+    assert asks >= 900 and harmless >= 1500
+    assert misses <= asks // 100
+    assert false_blocks <= 2
