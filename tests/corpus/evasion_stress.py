@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accuracy import CORPUS, load_corpus  # noqa: E402
+from accuracy import CORPUS, load_corpus
 
-from gateway.policy.sensitive_fields import SensitiveFieldDetector  # noqa: E402
+from gateway.policy.sensitive_fields import SensitiveFieldDetector
 
 Evasion = Callable[[str, random.Random], str]
 
