@@ -312,7 +312,7 @@ class SensitiveFieldDetector:
             return True
         if not title and name_scan.governed and not name_scan.asked and not self._generic(field):
             return True
-        if name_scan.asked and title and not (title_scan.asked or title_scan.about) \
+        if name_scan.asked and title and not (title_scan.asked or title_scan.about) and not self._generic(field) \
                 and not self._lexicon.head_is_secret(field.name):
             # A human title that names no secret, and an identifier whose head noun is something else
             # (`password_issue`, `secret_masala`): the secret word only modifies the head.

@@ -64,7 +64,8 @@ _STYLED_LATIN: Final = re.compile(
 # Letters that only stretch or pad a word: Arabic tatweel (kashida), Hangul and braille fillers.
 _INVISIBLE_FILLERS: Final = frozenset({0x0640, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x180E})
 # Marks often left out in writing: Thai and Lao tone marks ("รหัสผาน" for "รหัสผ่าน"), kana voicing marks.
-_OPTIONAL_NATIVE_MARKS: Final = frozenset({*range(0x0E48, 0x0E4C), *range(0x0EC8, 0x0ECC), 0x309B, 0x309C})
+_OPTIONAL_NATIVE_MARKS: Final = frozenset(
+    {*range(0x0E48, 0x0E4C), *range(0x0EC8, 0x0ECC), 0x3099, 0x309A, 0x309B, 0x309C, 0xFF9E, 0xFF9F})
 _KANA_VOICING: Final = frozenset({0x3099, 0x309A})
 CAMEL_MARK: Final = "\x01"
 """Inserted at camelCase boundaries by `camel_marked`; folds to itself."""
@@ -136,11 +137,11 @@ def _fold_char(char: str) -> str:
     category = unicodedata.category(char)
     if category == "Cf" or _drop_mark(code) or (category in ("Cc", "Cs") and char not in "\t\n\r\x01"):
         return "" if category != "Cc" else " "
+    if code in _OPTIONAL_NATIVE_MARKS:
+        return ""
     if _is_native(char):
         if category == "Nd":
             return str(unicodedata.digit(char))
-        if code in _OPTIONAL_NATIVE_MARKS:
-            return ""
         compat = unicodedata.normalize("NFKC", char)
         if "KANA" in unicodedata.name(char, ""):
             # Voiced and semi-voiced kana fold onto the plain kana: a lost dakuten ("パスワート") is a typo.

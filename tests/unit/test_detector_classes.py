@@ -75,6 +75,9 @@ ASKS = [
     ("national_id", field("Numer PESEL")),
     ("national_id", field("N.I.F.")),
     ("national_id", field("רשום את הספרות מהתעודה שלך", name="x")),
+    # An identifier whose head is something else still names the field when the title says nothing.
+    ("identifier", field("Value", name="password_main")),
+    ("identifier", field("Enter it here", name="otp_box")),
     # Identifier-only fields.
     ("identifier", field("", name="oauth_refresh")),
     ("identifier", field("", name="authorization_header")),
@@ -157,7 +160,8 @@ def test_ten_is_not_a_vietnamese_name_governor() -> None:
 
 
 def test_optional_marks_fold_away() -> None:
-    assert normalize_text("パスワード") == normalize_text("パスワート")
+    assert normalize_text("パスワード") == normalize_text("パスワート") == normalize_text("ハ\u309aスワート\u3099")
+    assert normalize_text("ﾊﾟｽﾜｰﾄﾞ") == normalize_text("パスワード")
     assert normalize_text("รหัสผ่าน") == normalize_text("รหัสผาน")
     for text in ("パスワード", "รหัสผ่าน", "ລະຫັດຜ່ານ"):
         assert normalize_text(normalize_text(text)) == normalize_text(text)
