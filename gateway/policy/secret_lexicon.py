@@ -1110,7 +1110,8 @@ _NOUN_CONCEPTS: Final = frozenset({"key_word", "code_word", "codes"})
 
 def _written(exact: str, original: str) -> bool:
     """Whether `original` holds `exact` as written (diacritics kept), separators aside."""
-    written = unicodedata.normalize("NFC", _INVISIBLE.sub("", original)).casefold()
+    # NFKC keeps diacritics but undoes fullwidth and styled letters; overrides are read as displayed.
+    written = unicodedata.normalize("NFKC", _INVISIBLE.sub("", undo_overrides(original))).casefold()
     return exact in written or _NON_WORD.sub("", exact) in _NON_WORD.sub("", written)
 
 

@@ -132,6 +132,8 @@ HARMLESS = [
     ("spaced", field("Points clés à r.e.t.e.n.i.r")),
     # Short governors that lose their diacritics count only as written: "tên" (name), not "ten".
     ("diacritics", field("Tên khóa", message="Khóa SSH mới")),
+    ("diacritics", field("Ｔêｎ ｋｈóａ", message="Khóa SSH mới")),
+    ("diacritics", field("\u202eaóhk nêT\u202c", message="Khóa SSH mới")),
     # Other senses and questions about credentials.
     ("other", field("Primary key column")),
     ("other", field("Public encryption key (we encrypt files to you with it)")),
