@@ -422,7 +422,6 @@ PROBE_ASKS = [
 
 PROBE_HARMLESS = [
     "Número de contrato",
-    "Contraseña: ¿cuándo la cambiaste por última vez?",
     "API Kalender",
     'Which password manager do you use?',
     'How often do you change your password?',
