@@ -407,7 +407,10 @@ class Lexicon:
             weak = any(e.kind == TERM and e.weak for e in entries)
             concept = any(e.kind in (CONCEPT, CUE) for e in entries)
             flag = _STRONG if strong else _WEAK if weak else _CONCEPTS_ONLY if concept else 0
-            backwards = any(e.kind in (TERM, PHRASE) and e.length >= 5 and not e.weak for e in entries)
+            # Nouns of CJK and Hangul are short: three characters are a word ("호번밀비" is "비밀번호" backwards).
+            backwards = any(e.kind in (TERM, PHRASE) and not e.weak
+                            and (e.length >= 5 or (e.length >= 3 and _CJK_OR_HANGUL.fullmatch(key) is not None))
+                            for e in entries)
             labels = 0  # the concepts of the key, one bit each (the pre-check tests rules on bits)
             for e in entries:
                 if e.kind == CONCEPT:
@@ -1105,6 +1108,7 @@ class Lexicon:
 
 
 _NON_WORD: Final = re.compile(r"[\W_]+")
+_CJK_OR_HANGUL: Final = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 _NOUN_CONCEPTS: Final = frozenset({"key_word", "code_word", "codes"})
 
 

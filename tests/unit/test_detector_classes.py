@@ -53,6 +53,9 @@ ASKS = [
     # Marks writers leave out: kana voicing, Thai tone marks.
     ("marks", field("パスワート")),
     ("marks", field("รหัสผาน")),
+    # Short CJK and Hangul nouns written backwards.
+    ("reversed", field("호번밀비")),
+    ("reversed", field("드워스패")),
     # Asks by description: the PIN typed at a card terminal, codes that just arrived, what unlocks a laptop.
     ("description", field("Los cuatro dígitos que marcas en el datáfono")),
     ("description", field("Die Ziffern, die du am Kartenterminal eingibst")),
