@@ -81,6 +81,8 @@ ASKS = [
     # An identifier whose head is something else still names the field when the title says nothing.
     ("identifier", field("Value", name="password_main")),
     ("identifier", field("Enter it here", name="otp_box")),
+    # A generic identifier never governs its field.
+    ("identifier", field("", "PIN", name="field_a")),
     # Identifier-only fields.
     ("identifier", field("", name="oauth_refresh")),
     ("identifier", field("", name="authorization_header")),
@@ -133,6 +135,9 @@ HARMLESS = [
     # Letters spaced inside an ordinary word do not spell an acronym ("n i r" in "r e t e n i r").
     ("spaced", field("Points clés à r e t e n i r")),
     ("spaced", field("Points clés à r.e.t.e.n.i.r")),
+    # A hyphen cuts "סועדים" (diners): its fragment "סועד" is one letter from "סודי" (secret), but only the
+    # glued word is spelled right.
+    ("spaced", field("סועד-ים בשולחן")),
     # Short governors that lose their diacritics count only as written: "tên" (name), not "ten".
     ("diacritics", field("Tên khóa", message="Khóa SSH mới")),
     ("diacritics", field("Ｔêｎ ｋｈóａ", message="Khóa SSH mới")),
