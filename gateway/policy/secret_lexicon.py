@@ -34,6 +34,7 @@ from itertools import accumulate
 from typing import Any, Final, NamedTuple
 
 import ahocorasick_rs
+from rapidfuzz.distance import OSA
 
 from gateway.policy.text_normalization import CAMEL_MARK, camel_marked, normalize_text, undo_overrides
 
@@ -97,6 +98,8 @@ _CLAUSE_WIDE: Final = 40  # "why", "how many": their question covers the clause 
 """How far (in squashed characters) a governor word may stand from the secret noun it governs."""
 _UNSPACED_GOVERNOR_GAP: Final = 8
 _TYPO_MIN: Final = 6
+_GOVERNOR_TYPO_MIN: Final = 5
+_TYPO2_MIN: Final = 8  # words this long may be two edits away from a secret noun
 _COMPACT_MIN: Final = 6
 
 
@@ -140,6 +143,11 @@ def squash(folded: str) -> str:
     return _SEPARATORS.sub("", folded)
 
 
+def _wordlike(word: str) -> bool:
+    """Letters only; folded Cyrillic and Greek may hold a skeleton digit ("з" looks like "3")."""
+    return word.isalpha() or (not word.isascii() and word.isalnum() and not word.isdigit())
+
+
 class _Entry(NamedTuple):  # a NamedTuple: about 45 000 are built when the lexicon loads
     kind: int
     label: str  # category for TERM/REVERSED, class for GOVERNOR, phrase id for CUE
@@ -178,6 +186,7 @@ class _Builder:
     known_words: set[str] = field(default_factory=set)
     term_words: set[str] = field(default_factory=set)  # words of secret nouns, targets of spelling fixes
     cues: dict[str, tuple[str, ...]] = field(default_factory=dict)  # phrase id -> cue words
+    generic_words: set[str] = field(default_factory=set)  # one-word terms of the generic "secret" family
 
     def _acronyms(self, phrase: str, label: str) -> None:
         """"tu DNI", "número de DNI": the capitalised acronym of a phrase is a (weak) term on its own."""
@@ -214,21 +223,27 @@ class _Builder:
         unspaced = not key.isascii() and _UNSPACED.search(key) is not None
         if not key.isascii() and _HANGUL_WORD.fullmatch(words[-1]):
             stem = True  # Korean particles attach to the noun ("비밀번호를")
+        if kind == GOVERNOR and len(key) <= 4 and key.isascii() and not phrase.strip("*~ ").isascii():
+            # A short governor that folding strips of its diacritics ("tên": a name) would meet ordinary
+            # words of other languages ("ten"): it counts only as written.
+            exact = unicodedata.normalize("NFC", phrase.strip("*~ ")).casefold()
         entry = _Entry(kind, label, len(key), internal, stem, infix, unspaced,
                        kind == TERM and len(key) <= 4 and key.isascii() and key.isalpha() and key not in _STRONG_SHORT,
                        len(words) > 1 and not unspaced and any(len(w) <= 2 for w in words), exact)
         if kind == TERM and exact is None:
             self._acronyms(phrase, label)
+        if kind == TERM and label == "secret" and len(words) == 1:
+            self.generic_words.add(key)
         known = self.entries.setdefault(key, [])
         if entry not in known:  # the same word in several languages is one entry
             known.append(entry)
         for word in words:
             self.known_words.add(word)
-        if kind == TERM and len(words) == 1 and len(key) >= _TYPO_MIN and key.isalpha() and not unspaced:
+        if kind == TERM and len(words) == 1 and len(key) >= _TYPO_MIN and _wordlike(key) and not unspaced:
             self.typo_terms.setdefault(key, label)
         if kind == TERM and not unspaced:
             for word in words:
-                if len(word) >= 4 and word.isalpha():
+                if len(word) >= 4 and _wordlike(word):
                     self.term_words.add(word)
         if kind == TERM and len(key) >= 5 and key.isascii() and key.isalpha():
             reversed_entry = _Entry(REVERSED, label, len(key), frozenset(), False, False, False)
@@ -281,6 +296,10 @@ _NOT_SECRET_ACRONYMS: Final = frozenset({"sms", "atm", "id", "api", "sim", "iban
                                          "wifi", "wlan", "nr", "no", "nº", "otp", "pin", "tan"})
 _NUMBER_WORDS: Final = frozenset({"number", "numero", "nummer", "numer", "cislo", "szam", "numar", "numri", "no",
                                   "nr", "nº", "n", "num", "nombor", "nomor", "code", "codigo", "kod", "kode"})
+# Words an identifier ends with that say nothing of what it holds (`pin_code`, `password_value`).
+_HEAD_TAILS: Final = frozenset(
+    "value val input field entry text data string str txt code number no nr num confirm confirmation again "
+    "repeat retype new old current here 1 2 plain raw".split())
 _CUE_STOP: Final = frozenset(
     "your you the that this what with from have when into which code codes number were there they them "
     "their will would should could please enter type here just also then than been just only more".split())
@@ -388,7 +407,10 @@ class Lexicon:
             weak = any(e.kind == TERM and e.weak for e in entries)
             concept = any(e.kind in (CONCEPT, CUE) for e in entries)
             flag = _STRONG if strong else _WEAK if weak else _CONCEPTS_ONLY if concept else 0
-            backwards = any(e.kind in (TERM, PHRASE) and e.length >= 5 and not e.weak for e in entries)
+            # Nouns of CJK and Hangul are short: three characters are a word ("호번밀비" is "비밀번호" backwards).
+            backwards = any(e.kind in (TERM, PHRASE) and not e.weak
+                            and (e.length >= 5 or (e.length >= 3 and _CJK_OR_HANGUL.fullmatch(key) is not None))
+                            for e in entries)
             labels = 0  # the concepts of the key, one bit each (the pre-check tests rules on bits)
             for e in entries:
                 if e.kind == CONCEPT:
@@ -435,10 +457,33 @@ class Lexicon:
             for i in range(len(word)):
                 word_deletes.setdefault(word[:i] + word[i + 1:], word)
         self._word_deletes = word_deletes
+        self._long_by_first: dict[tuple[str, int], list[str]] = {}
+        for word in sorted(b.term_words):
+            if len(word) >= _TYPO2_MIN:
+                self._long_by_first.setdefault((word[0], len(word)), []).append(word)
+        self._concepts_by_first: dict[tuple[str, int], list[str]] = {}
+        for key, entries in b.entries.items():
+            if len(key) >= _GOVERNOR_TYPO_MIN and _wordlike(key) and any(
+                    e.kind == CONCEPT and not e.internal for e in entries):
+                self._concepts_by_first.setdefault((key[0], len(key)), []).append(key)
+        self._concept_fix_cache: dict[str, str | None] = {}
+        self._concept_stems: dict[str, list[str]] = {}
+        for key, entries in b.entries.items():
+            if len(key) >= _TYPO2_MIN and _wordlike(key) and any(
+                    e.kind == CONCEPT and e.stem and not e.internal for e in entries):
+                self._concept_stems.setdefault(key[0], []).append(key)
+        self._governors_by_first: dict[tuple[str, int], list[str]] = {}
+        for key, entries in b.entries.items():
+            if len(key) >= _GOVERNOR_TYPO_MIN and _wordlike(key) and key not in self._term_words and any(
+                    (e.kind == BENIGN or (e.kind == GOVERNOR and e.label in ("name", "count", "describe")))
+                    and not e.weak and not e.internal for e in entries):
+                self._governors_by_first.setdefault((key[0], len(key)), []).append(key)
         self._word_edges = frozenset(w[:2] for w in b.term_words) | frozenset(w[-2:] for w in b.term_words)
         self._abbreviable = tuple(sorted(
             (k, c) for k, c in b.typo_terms.items() if k.isascii() and c in _ABBREVIATED_CATEGORIES))
         self._correction_cache: dict[str, str | None] = {}
+        # Single words of the generic "secret" family ("secret", "geheim", "ರಹಸ್ಯ"): they also qualify nouns.
+        self._adjectives = frozenset(b.generic_words)
 
     # -- public --------------------------------------------------------------
 
@@ -451,6 +496,28 @@ class Lexicon:
                     if entry.kind == TERM and not entry.weak and entry.exact is None:
                         return str(entry.label)
         return None
+
+    def head_is_secret(self, identifier: str) -> bool:
+        """Whether the head (last) noun of a property name is a secret noun: `new_password`, `pin_code`,
+        `apiKeyValue` yes; `password_issue`, `psk_city` no (the secret word only modifies the head)."""
+        words = [w for w in words_of(identifier) if not w.isdigit()]
+        while len(words) > 1 and words[-1] in _HEAD_TAILS:
+            words.pop()
+        if len(words) <= 1:
+            return True
+        squashed = "".join(words)
+        for last, (_, entries, *_) in self._hits(squashed):
+            if last + 1 == len(squashed) and any(e.kind in (TERM, PHRASE) for e in entries):
+                return True
+        return self._correct(words[-1], True) is not None
+
+    def head_governs(self, identifier: str) -> bool:
+        """Whether a property name of several words ends in a governor: `key_label`, `token_nickname`,
+        `codes_left_count` hold a name or a count, never the secret itself."""
+        words = [w for w in words_of(identifier) if not w.isdigit()]
+        while len(words) > 1 and words[-1] in _HEAD_TAILS:
+            words.pop()
+        return len(words) >= 2 and self.scan(words[-1], False).governed
 
     def may_name_secret(self, text: str) -> bool:
         """False when no part of `text` can name a secret: no phrase, no misspelt term, no leetspeak,
@@ -516,7 +583,7 @@ class Lexicon:
         if backwards if backwards is not None else self._reads_backwards(squashed):
             return True  # perhaps written backwards (the full scan decides)
         unknown = set(_letter_runs(folded)) - self._known
-        return any(self._correct(word, label) is not None for word in unknown)
+        return any(self._correct(word, label) is not None or self._concept_fix(word) is not None for word in unknown)
 
     @functools.lru_cache(maxsize=16384)  # noqa: B019 - one Lexicon per policy, kept for the process
     def scan(self, text: str, prose: bool) -> TextScan:
@@ -534,13 +601,27 @@ class Lexicon:
             hits = self._hits(squashed)
             if not self._needs_scan(folded, squashed, hits, not prose):
                 # The common case: nothing in the text can name a secret.
-                return _GOVERNED if self._whole_governor(folded, hits) else NOTHING
+                return _GOVERNED if self._whole_governor(folded, hits, text) else NOTHING
         backwards = self._backwards(folded.replace(CAMEL_MARK, "") if CAMEL_MARK in folded else folded)
         if backwards is not None:
             readings.append(backwards)
-        corrected = self._corrected(folded, not prose)
+        glued_readings = _glued(folded)
+        # A word cut by a separator leaves fragments ("סועד-ים"): only the glued readings are spelled right.
+        corrected = self._corrected(folded, not prose) if not glued_readings else None
+        if corrected is not None and " " not in corrected.strip():
+            readings.append(corrected)  # a whole label spelled right as one noun ("mot de pass")
+            corrected = None
+        # Readings from here on are judged on their own (a misspelt or cut word says nothing as written).
+        first_glued = len(readings)
         if corrected is not None:
             readings.append(corrected)
+        for glued in glued_readings:
+            # Separators inside words ("pass-word", "p.i.n", "_Sala_uksen **pääa**vain", "リカ-バリー"):
+            # the text read with them gone, and spelled right.
+            readings.append(glued)
+            corrected = self._corrected(glued, not prose)
+            if corrected is not None:
+                readings.append(corrected)
         original = undo_overrides(text)
         asked: set[str] = set()
         about: set[str] = set()
@@ -548,39 +629,74 @@ class Lexicon:
         concepts: set[str] = set()
         sense: set[str] = set()
         plain_about: set[str] = set()
+        unask: set[str] = set()
         for number, reading in enumerate(readings):
+            if number > first_glued and glued_readings and reading == glued_readings[-1] and (asked or about):
+                continue  # short pieces joined: a last resort, when nothing else was read
             # A parenthesis annotates what stands before it: read on its own, and the rest without it.
             clauses = _CLAUSES.split(_PARENS.sub(" ", reading)) if "(" in reading or "（" in reading else \
                 _CLAUSES.split(reading)
             clauses += _PARENS.findall(reading)
             found: set[str] = set()
+            is_glued = number >= first_glued
+            own_about: set[str] = set() if number > 0 else about
+            own_concepts: set[str] = set() if is_glued else concepts
             for clause in clauses:
                 if clause:
-                    governed |= self._scan_clause(clause, prose, found, about, original, concepts, sense)
+                    governed |= self._scan_clause(clause, prose, found, own_about, original, own_concepts, sense)
             if number == 0:
                 plain_about = set(about)
                 asked |= found
+            elif is_glued:
+                # Separators gone, the words read differently: what this reading says about them counts.
+                found |= self._described(own_concepts, own_about)
+                asked |= found - own_about
+                about |= own_about
             else:
-                # Another reading (leetspeak undone, backwards, spelled right) adds asks, but never undoes a
-                # mention the text as written makes ("Название ключа API": "з" folds to "3", not leet).
+                # Another reading (leetspeak undone, backwards) adds asks, but never undoes a mention the text
+                # as written makes ("Название ключа API": "з" folds to "3", not leet); what it only mentions
+                # ("L4b3l for this API key") is not asked either.
                 asked |= found - plain_about
-        if concepts:
-            # A description spread over clauses: "Six digits, which we just sent you by SMS".
-            for category, needs, blockers in self._rules:
-                if all(not alt.isdisjoint(concepts) for alt in needs) and blockers.isdisjoint(concepts) \
-                        and category not in about:
-                    asked.add(category)
+                unask |= own_about - found
+                about |= own_about
+        if unask & asked:
+            unasked = unask & asked
+            asked -= unasked
+            about |= unasked
+        asked |= self._described(concepts, about)
+        if asked:
+            fixed = self._governor_fixed(folded)
+            if fixed is not None:
+                # A misspelt governor still governs: what the text with it spelled right only mentions is
+                # not asked for.
+                fixed_found: set[str] = set()
+                fixed_about: set[str] = set()
+                for clause in _CLAUSES.split(fixed):
+                    if clause:
+                        governed |= self._scan_clause(clause, prose, fixed_found, fixed_about, original, set(), set())
+                unasked = (asked & fixed_about) - fixed_found
+                asked -= unasked
+                about |= unasked
         if asked or about or governed:
             return TextScan(frozenset(asked), frozenset(about - asked), governed, frozenset(sense))
         return NOTHING
 
+    def _described(self, concepts: set[str], about: set[str]) -> set[str]:
+        """A description spread over clauses: "Six digits, which we just sent you by SMS"."""
+        if not concepts:
+            return set()
+        return {category for category, needs, blockers in self._rules
+                if all(not alt.isdisjoint(concepts) for alt in needs) and blockers.isdisjoint(concepts)
+                and category not in about}
+
     @staticmethod
-    def _whole_governor(folded: str, hits: list[tuple[int, Any]]) -> bool:
+    def _whole_governor(folded: str, hits: list[tuple[int, Any]], original: str) -> bool:
         """Whether a strong governor stands as whole words in the text (one that names, counts, chooses)."""
         bounds: list[int] | None = None
         for last, (_, entries, *_) in hits:
             for entry in entries:
-                if entry.kind == GOVERNOR and not entry.weak and entry.label != "choose":
+                if entry.kind == GOVERNOR and not entry.weak and entry.label != "choose" and (
+                        entry.exact is None or _written(entry.exact, original)):
                     if bounds is None:
                         bounds = [0, *accumulate(map(len, split_words(folded)))]
                     end = last + 1
@@ -610,12 +726,60 @@ class Lexicon:
                 return folded[::-1]
         return None
 
+    def _concept_fix(self, word: str) -> str | None:
+        """The description word (digits, wallet, sent, ...) that `word` misspells, if any: one edit in words of
+        five letters or more, two in words of eight or more, the first letter kept."""
+        cache = self._concept_fix_cache
+        if word in cache:
+            return cache[word]
+        fix = None
+        size = len(word)
+        if size >= _GOVERNOR_TYPO_MIN and word not in self._known and _wordlike(word):
+            edits = 2 if size >= _TYPO2_MIN else 1
+            for length in range(size - edits, size + edits + 1):
+                for target in self._concepts_by_first.get((word[0], length), ()):
+                    if (edits == 1 or target[-1] == word[-1]) \
+                            and OSA.distance(word, target, score_cutoff=edits) <= edits:
+                        fix = target
+                        break
+                if fix is not None:
+                    break
+            if fix is None:
+                # A stem ("geldautomat*"): the word's beginning misspells it ("geldautomaetn").
+                for target in self._concept_stems.get(word[0], ()):
+                    if len(target) < size and OSA.distance(word[:len(target)], target, score_cutoff=1) <= 1:
+                        fix = target + word[len(target):]
+                        break
+        if len(cache) > 50000:
+            cache.clear()
+        cache[word] = fix
+        return fix
+
+    def _governor_fixed(self, folded: str) -> str | None:
+        """The text with misspelt governor and other-sense words put right ("Lbael for this API key",
+        "Pubilc key"), or None: a misspelt "label" still asks for a label."""
+        changed = False
+        out = []
+        for word in _SEPARATORS.split(folded):
+            fix = None
+            if len(word) >= _GOVERNOR_TYPO_MIN and word not in self._known and _wordlike(word):
+                for length in (len(word) - 1, len(word), len(word) + 1):
+                    for target in self._governors_by_first.get((word[0], length), ()):
+                        if OSA.distance(word, target, score_cutoff=1) <= 1:
+                            fix = target
+                            break
+                    if fix is not None:
+                        break
+            changed |= fix is not None
+            out.append(fix or word)
+        return " ".join(out) if changed else None
+
     def _corrected(self, folded: str, label: bool) -> str | None:
         """The text with misspelt or abbreviated words of secret nouns put right ("pasword", "pswd")."""
         changed = False
         out = []
         for word in _SEPARATORS.split(folded):
-            fix = self._correct(word, label) if word else None
+            fix = (self._correct(word, label) or self._concept_fix(word)) if word else None
             if fix is not None:
                 changed = True
                 out.append(fix)
@@ -636,7 +800,8 @@ class Lexicon:
         if key in cache:
             return cache[key]
         result = None
-        if word not in self._known and word.isalpha():
+        # Letters only; a folded Cyrillic word may hold a digit ("з" looks like "3": "pe3epbныи").
+        if word not in self._known and _wordlike(word):
             size = len(word)
             if size >= _TYPO_MIN or (label and size >= 4 and not word.isascii()):
                 result = self._near_word(word, label)
@@ -664,6 +829,12 @@ class Lexicon:
         return result
 
     def _near_word(self, word: str, label: bool, swaps_only: bool = False) -> str | None:
+        near = self._one_edit(word, label, swaps_only)
+        if near is None and not swaps_only and len(word) >= _TYPO2_MIN:
+            near = self._two_edits(word, label)
+        return near
+
+    def _one_edit(self, word: str, label: bool, swaps_only: bool) -> str | None:
         if not (word[:2] in self._word_edges or word[-2:] in self._word_edges):
             return None
         targets = self._term_words if label else self._typo_term_set
@@ -682,8 +853,26 @@ class Lexicon:
             if cut in targets:  # one letter too many
                 return cut
             near = deletes.get(cut)  # one letter changed, or two swapped
-            if near is not None and near in targets and near[0] in (word[0], word[1]):
+            # (A letter cut from each can also be two edits: only when the word starts as the noun does,
+            # "tookne" for "token", never "problem" for "parolem".)
+            if near is not None and near in targets and near[0] in (word[0], word[1]) \
+                    and (word[:2] == near[:2] or OSA.distance(word, near, score_cutoff=1) <= 1):
                 return near
+        return None
+
+    def _two_edits(self, word: str, label: bool) -> str | None:
+        """A long secret noun within two edits of `word` (letters missing, doubled, changed or swapped:
+        "reecuuperacao", "atkmtstoken", "tratlaek"), sharing its first or its last letter with it.
+        Long words only: two edits turn too many short ordinary words into secret nouns."""
+        size = len(word)
+        first, last = word[0], word[-1]
+        for length in range(size - 2, size + 3):
+            for target in self._long_by_first.get((first, length), ()):
+                # The same last letter too: a compound with another last part ("noegleord", a keyword, is
+                # not "noeglekort") is another word.
+                if target[-1] == last and (label or target in self._typo_term_set) \
+                        and OSA.distance(word, target, score_cutoff=2) <= 2:
+                    return target
         return None
 
     def _expand_abbreviation(self, word: str) -> str | None:
@@ -693,7 +882,7 @@ class Lexicon:
             if term[0] != word[0]:
                 continue
             consonants = [c for c in term if c not in _VOWELS]
-            if word[-1] != consonants[-1] or 2 * len(word) < len(set(consonants)):
+            if word[-1] != consonants[-1] or 2 * len(word) < len(consonants):
                 continue
             rest = iter(term)
             if all(c in rest for c in word):
@@ -718,7 +907,7 @@ class Lexicon:
         hits = self._hits(squashed)
         if not any(payload[0] for _, payload in hits):
             # Governor words alone only mark the text as being about names, counts, choices.
-            return self._whole_governor(hard, hits)
+            return self._whole_governor(hard, hits, original)
         words = split_words(hard)
         ends = list(accumulate(len(w) for w in words))
         starts = [0, *ends[:-1]]
@@ -734,6 +923,8 @@ class Lexicon:
         governor_hits: list[tuple[int, int, str, bool]] = []
         firm: set[tuple[int, int]] = set()
         concept_spans: set[tuple[int, int]] = set()
+        concept_words: list[tuple[int, int]] = []  # the words of descriptions found (a governor there is theirs)
+        nouns: list[tuple[int, int]] = []  # those naming the thing itself ("key", "code")
         for end_index, (_, entries, *_) in hits:
             end = end_index + 1
             for entry in entries:
@@ -745,13 +936,14 @@ class Lexicon:
                     attached.append((start, end, entry.label, entry.weak))
                     continue
                 if entry.kind == GOVERNOR:
-                    governor_hits.append((start, end, entry.label, entry.weak))
+                    if entry.exact is None or _written(entry.exact, original):
+                        governor_hits.append((start, end, entry.label, entry.weak))
                     continue
                 if entry.kind in (TERM, REVERSED):
                     if entry.weak and not _acronym_shown(squashed[start:end], original):
                         continue
                     if entry.exact is not None:
-                        if entry.exact not in unicodedata.normalize("NFC", _INVISIBLE.sub("", original)).casefold():
+                        if not _written(entry.exact, original):
                             continue
                         firm.add((start, end))  # written exactly so: no other sense applies
                     terms.append((start, end, entry.label))
@@ -769,6 +961,10 @@ class Lexicon:
                     own = [(s, e) for s, e, label in cue_hits if label == pid]
                     terms.append((min(s for s, _ in own), max(e for _, e in own), DESCRIBED))
         concept_hits = spans.get(CONCEPT)
+        if concept_hits and BENIGN in spans:
+            # A word in its other sense is no part of a description ("kata kunci": a keyword, not a key).
+            concept_hits = [c for c in concept_hits
+                            if not any(bs <= c[0] and c[1] <= be for bs, be, _ in spans[BENIGN])]
         if concept_hits:
             present = {label for _, _, label in concept_hits}
             concepts |= present
@@ -776,9 +972,12 @@ class Lexicon:
                 if not all(not alt.isdisjoint(present) for alt in needs):
                     continue
                 used = [(cs, ce) for cs, ce, label in concept_hits if any(label in alt for alt in needs)]
+                nouns.extend((cs, ce) for cs, ce, label in concept_hits
+                             if label in _NOUN_CONCEPTS and any(label in alt for alt in needs))
                 # A blocker asks about something else only when it comes first ("Which email do you use
                 # to log in?"), not when it is a landmark ("what you type after your e-mail address").
                 if not any(label in blockers and cs < min(u for u, _ in used) for cs, _, label in concept_hits):
+                    concept_words.extend(used)
                     span = (min(cs for cs, _ in used), max(ce for _, ce in used))
                     concept_spans.add(span)
                     terms.append((*span, category))
@@ -797,14 +996,25 @@ class Lexicon:
                 o[:2] == t[:2] and o[2] != "secret" for o in terms)]
         if governors:
             # A governor inside a secret noun is part of it ("time" in "one time code").
+            # A description's span is loose: a governor inside it still governs ("what happened at login").
             governors = [g for g in governors if not any(ts <= g[0] and g[1] <= te and (ts, te) != (g[0], g[1])
-                                                         for ts, te, _ in terms)]
+                                                         and (ts, te) not in concept_spans for ts, te, _ in terms)
+                         and not any(cs <= g[0] and g[1] <= ce for cs, ce in concept_words)]
         benign = spans.get(BENIGN, ())
         negations = spans.get(NEGATION, ()) if prose else ()
         before_gap = _UNSPACED_GOVERNOR_GAP if unspaced else _GOVERNOR_GAP
         after_gap = _UNSPACED_GOVERNOR_GAP if unspaced else _AFTER_GAP
         for start, end, category in terms:
             cover = [(bs, be) for bs, be, _ in benign if bs <= start and end <= be]
+            if not cover and category in ("secret", "api_key") and squashed[start:end] in self._adjectives:
+                # "secret" before a noun that names nothing secret qualifies that noun ("secret masala",
+                # "secret sauce"): the field asks for a dish or a recipe, not for a credential.
+                index = bisect_right(starts, start) - 1
+                if starts[index] == start and ends[index] == end and index + 1 < len(words):
+                    following = words[index + 1]
+                    if len(following) >= 4 and following.isalpha() and following not in self._known \
+                            and self._correct(following, True) is None:
+                        cover = [(start, ends[index + 1])]
             if (start, end) not in firm and cover:
                 about.add(category)
                 word_start = starts[bisect_right(starts, start) - 1]
@@ -816,7 +1026,14 @@ class Lexicon:
             if any(((ge <= start and start - ge <= (1 if weak else _CLAUSE_WIDE if label in ("describe", "count")
                                                    else before_gap)) and label != "after")
                    or ((end <= gs and gs - end <= (1 if weak else after_gap)) and label not in ("before", "issue"))
+                   # A question closing its clause covers the clause (verb-final languages: "... क्या हुआ?").
+                   or (end <= gs and label == "describe" and not weak and ge == len(squashed)
+                       and gs - end <= _CLAUSE_WIDE)
                    or (gs < end and start < ge and label not in ("before", "after", "issue"))
+                   # Inside a description, a governor right after one of its words ("key prefix shown in
+                   # the dashboard") is about that word.
+                   or (described and label not in ("before", "issue", "choose") and gs < end and start < ge
+                       and any(ce <= gs and gs - ce <= (1 if weak else after_gap) for _, ce in nouns))
                    for gs, ge, label, weak in governors
                    if not (described and label == "choose") and (label != "issue" or category in _ISSUED)):
                 about.add(category)
@@ -840,6 +1057,11 @@ class Lexicon:
                 or (end < length and squashed[end].isascii() != squashed[end - 1].isascii())
         else:
             left = start in bounds or start in soft
+            if not left and start < length and _PROCLITIC_SCRIPT.match(squashed, start):
+                # Hebrew and Arabic attach short words in front ("הספרות": the digits, "بالرقم": with the
+                # number): after one to three of them, the word starts.
+                word_start = starts[bisect_right(starts, start) - 1]
+                left = 0 < start - word_start <= 3 and all(c in _PROCLITICS for c in squashed[word_start:start])
             right = end in bounds or end in soft
         kind = entry.kind
         if kind == REVERSED:
@@ -858,7 +1080,8 @@ class Lexicon:
                 if squashed[end:end + rest] not in ("s", "es") and (entry.length < 5 or rest > 2):
                     return False  # "nume" (a name) is not inside "numero" or "numer"; "etiketi" is "etiket"
             elif not (entry.stem or kind in (BENIGN, CUE)
-                      or (kind == TERM and entry.length >= _COMPACT_MIN)
+                      or (kind == TERM and entry.length >= _COMPACT_MIN
+                          and (not entry.internal or entry.length - max(entry.internal) >= 4))
                       or (entry.length > 3 and rest <= 3)
                       or (rest <= 2 and not squashed[start:end].isascii())
                       or squashed[end:end + rest] in ("s", "es")):
@@ -877,21 +1100,69 @@ class Lexicon:
             return True
         pieces = words[first:last + 1]
         if all(len(p) <= 2 for p in pieces):
-            return True
+            # Spaced letters ("p a s s w o r d") spell a secret noun, all of them: "n i r" inside
+            # "r e t e n i r" is not one. A description word must be written whole.
+            whole = (first == 0 or len(words[first - 1]) > 2) and (last + 1 >= len(words) or len(words[last + 1]) > 2)
+            return kind != CONCEPT and whole
         return kind == TERM and entry.length >= _COMPACT_MIN and right and len(pieces) <= 4
 
 
+_NON_WORD: Final = re.compile(r"[\W_]+")
+_CJK_OR_HANGUL: Final = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+_NOUN_CONCEPTS: Final = frozenset({"key_word", "code_word", "codes"})
+
+
+def _written(exact: str, original: str) -> bool:
+    """Whether `original` holds `exact` as written (diacritics kept), separators aside."""
+    # NFKC keeps diacritics but undoes fullwidth and styled letters; overrides are read as displayed.
+    written = unicodedata.normalize("NFKC", _INVISIBLE.sub("", undo_overrides(original))).casefold()
+    return exact in written or _NON_WORD.sub("", exact) in _NON_WORD.sub("", written)
+
+
+_PROCLITIC_SCRIPT: Final = re.compile("[\u05d0-\u05ea\u0620-\u064a\u0671-\u06d3]")
+_PROCLITICS: Final = frozenset("הבלמשוכ" "والبفكس")
 _INVISIBLE: Final = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
+
+
+_DOTTED_CAPITALS: Final = re.compile(r"(?<=\b[A-Z])\.(?=[A-Z]\b)")
 
 
 def _acronym_shown(key: str, original: str) -> bool:
     """A weak short term counts when written in capitals ("TAN", "DNI") or when it is the whole label."""
-    if re.search(rf"(?<![A-Za-z]){re.escape(key.upper())}(?![a-z])", _INVISIBLE.sub("", original)):
+    visible = _INVISIBLE.sub("", original)
+    if "." in visible:
+        visible = _DOTTED_CAPITALS.sub("", visible)  # "C.F.", "N.I.F." are capitals too
+    if re.search(rf"(?<![A-Za-z]){re.escape(key.upper())}(?![a-z])", visible):
         return True
     words = [w for w in _SEPARATORS.split(_INVISIBLE.sub("", original).strip()) if w]
     if len(key) == 2:
         return len(words) == 1  # "ww", "mk": only as the whole label
-    return len(words) <= (2 if len(key) == 3 else 3)
+    return len(words) <= (1 if len(key) == 3 else 2)
+
+
+# Punctuation that splits a word without ending it: markdown emphasis, hyphens, dots, slashes, middle dots.
+_INNER_SEPARATORS: Final = re.compile(r"(?<=\S)[*_\-‐‑‒–—/.·・‧•∙⋅|\\~`'’+]+(?=\S)|[*_~`]+")
+_SPACED_LETTERS: Final = re.compile(r"(?<!\S)[^\s\d](?:[ \t][^\s\d]){2,}(?!\S)")
+_SPACED_PIECES: Final = re.compile(r"(?<!\S)\S{1,3}(?:\s+\S{1,3}(?!\S))+")
+
+
+def _glued_pieces(match: re.Match[str]) -> str:
+    run = match.group(0)
+    pieces = run.split()
+    # Letters spaced out in uneven pieces ("Cl av e p r i vad a"): mostly single characters.
+    if len(pieces) >= 4 and sum(len(p) <= 2 for p in pieces) * 3 >= len(pieces) * 2 \
+            and sum(len(p) == 1 for p in pieces) * 2 > len(pieces):
+        return "".join(pieces)
+    return run
+
+
+def _glued(folded: str) -> list[str]:
+    """`folded` with the separators inside its words removed: letters spaced one by one joined, and
+    (a second reading, when it differs) runs of short pieces joined. Empty when nothing changes."""
+    inner = _INNER_SEPARATORS.sub("", folded)
+    letters = _SPACED_LETTERS.sub(lambda m: m.group(0).replace(" ", "").replace("\t", ""), inner)
+    pieces = _SPACED_PIECES.sub(_glued_pieces, inner)
+    return [g for g in dict.fromkeys((letters, pieces)) if g != folded]
 
 
 @functools.lru_cache(maxsize=16384)

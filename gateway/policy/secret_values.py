@@ -111,7 +111,18 @@ def text_shows_secret(text: str) -> bool:
                 break
         else:
             return False  # no token a credential could hide in (only plain words)
-    return bool(_PEM.search(text) or _JWT.search(text) or _prefixed(text) or _VENDOR.search(text))
+    return bool(_PEM.search(text) or _JWT.search(text) or _prefixed(text) or _VENDOR.search(text)
+                or any(_random_key(m.group(0)) for m in _LONG_TOKEN.finditer(text)))
+
+
+# A long random string shown as an example in prose ("e.g. XqY/PYkSn+wkndOZ...", an AWS secret access key):
+# 32 characters or more of the base64 alphabet, every character class, high entropy. SSH public-key
+# blobs ("AAAAC3Nza...") and prefixed identifiers ("pi_3Mtw...", "cus_...") are public, not secrets.
+_LONG_TOKEN: Final = re.compile(r"(?<![A-Za-z0-9+/=_\-,])[A-Za-z0-9+/=]{32,}(?![A-Za-z0-9+/=_\-])")
+
+
+def _random_key(token: str) -> bool:
+    return not token.startswith("AAAA") and _high_entropy(token)
 
 
 _URL_CREDENTIALS: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]+:[^/\s@]{3,}@")

@@ -120,6 +120,8 @@ def _word_pattern(phrases: Sequence[str]) -> re.Pattern[str]:
 # The Indian postal PIN code: six digits, the first one never 0.
 _POSTAL_PATTERN: Final = re.compile(r"\^?(?:\[1-9\]|\\d)(?:\[0-9\]|\\d)\{5\}\$?")
 _POSTAL: Final = _word_pattern(_load_common().get("pin_postal_context", ()))
+# "Heslo", "jelszó", "hasło", "Parole" also mean a motto or slogan: a field that says so asks for one.
+_MOTTO: Final = _word_pattern(_load_common().get("password_motto_context", ()))
 # Fields whose answer is who or where the user is, never a secret: not receivers for a message's ask.
 _IDENTITY: Final = _phrase_matcher((
     "username", "user name", "login name", "email", "e-mail", "nickname", "full name", "first name", "last name",
@@ -236,7 +238,10 @@ class SensitiveFieldDetector:
                 title, description = prop_schema.get("title"), prop_schema.get("description")
                 title = title if isinstance(title, str) else ""
                 labels.append(title or name)
-                rest += (title, description if isinstance(description, str) else "", name, "")
+                if isinstance(description, str) and description:
+                    rest += (title, description, name, "")
+                else:
+                    rest += (name, "")  # the title is among the labels already
         joined = "\n".join(labels) + "\n\n" + "\n".join(rest)
         quiet = self._quiet.get(joined)
         if quiet is None:
@@ -300,14 +305,29 @@ class SensitiveFieldDetector:
         # A title that only names, counts or chooses governs the whole field ("Label" for `api_key_label`).
         if title_scan.governed and not title_scan.asked:
             return True
-        if not title and name_scan.governed and not name_scan.asked:
+        if name_scan.governed and not name_scan.asked and not desc_scan.asked and (
+                name_scan.about or self._lexicon.head_governs(field.name)):
+            # The identifier says what the answer is: a name, label or count of a secret (`api_key_name`,
+            # `recovery_codes_count`), whatever language the title is in.
             return True
+        if not title and name_scan.governed and not name_scan.asked and not self._generic(field):
+            return True
+        if name_scan.asked and title and not (title_scan.asked or title_scan.about) and not self._generic(field) \
+                and not self._lexicon.head_is_secret(field.name):
+            # A human title that names no secret, and an identifier whose head noun is something else
+            # (`password_issue`, `secret_masala`): the secret word only modifies the head.
+            name_scan = NOTHING
+            if not (title_scan.asked or desc_scan.asked):
+                return False
         postal: bool | None = None
         # A word used in another sense anywhere in the field ("Hasło reklamowe", name `haslo`) keeps that sense.
         other_sense = name_scan.sense | title_scan.sense | desc_scan.sense
         for suffix, scan in (("", name_scan), (".title", title_scan), (".description", desc_scan)):
             for category in sorted(scan.asked):
                 if not _receives(category, field.kind) or category in other_sense:
+                    continue
+                if category == "password" and any(
+                        t and _MOTTO.search(normalize_text(t)) for t in (field.name, title, description)):
                     continue
                 if category == "pin":
                     if postal is None:

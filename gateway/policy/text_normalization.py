@@ -15,7 +15,9 @@ used to slip a word past a matcher:
 - Latin letters that only differ by style: small capitals, turned, reversed and
   script letters, derived from each character's Unicode name;
 - text under a right-to-left override (U+202E) is displayed reversed, so it is
-  read reversed.
+  read reversed;
+- marks that writers often leave out: Thai and Lao tone marks, the voicing marks
+  of kana (dakuten, handakuten).
 
 The fold works one character at a time through a translation table that is
 filled on first sight of each character, so every character of these classes
@@ -61,6 +63,10 @@ _STYLED_LATIN: Final = re.compile(
 )
 # Letters that only stretch or pad a word: Arabic tatweel (kashida), Hangul and braille fillers.
 _INVISIBLE_FILLERS: Final = frozenset({0x0640, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x180E})
+# Marks often left out in writing: Thai and Lao tone marks ("รหัสผาน" for "รหัสผ่าน"), kana voicing marks.
+_OPTIONAL_NATIVE_MARKS: Final = frozenset(
+    {*range(0x0E48, 0x0E4C), *range(0x0EC8, 0x0ECC), 0x3099, 0x309A, 0x309B, 0x309C, 0xFF9E, 0xFF9F})
+_KANA_VOICING: Final = frozenset({0x3099, 0x309A})
 CAMEL_MARK: Final = "\x01"
 """Inserted at camelCase boundaries by `camel_marked`; folds to itself."""
 
@@ -131,10 +137,16 @@ def _fold_char(char: str) -> str:
     category = unicodedata.category(char)
     if category == "Cf" or _drop_mark(code) or (category in ("Cc", "Cs") and char not in "\t\n\r\x01"):
         return "" if category != "Cc" else " "
+    if code in _OPTIONAL_NATIVE_MARKS:
+        return ""
     if _is_native(char):
         if category == "Nd":
             return str(unicodedata.digit(char))
-        return unicodedata.normalize("NFKC", char)
+        compat = unicodedata.normalize("NFKC", char)
+        if "KANA" in unicodedata.name(char, ""):
+            # Voiced and semi-voiced kana fold onto the plain kana: a lost dakuten ("パスワート") is a typo.
+            compat = "".join(c for c in unicodedata.normalize("NFD", compat) if ord(c) not in _KANA_VOICING)
+        return compat
     out = []
     compat = unicodedata.normalize("NFKC", char)
     if not char.isspace():
