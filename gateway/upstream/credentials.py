@@ -120,3 +120,8 @@ def header_files(base: Path, bearer_token_file: str | None, headers_from_files: 
     if bearer_token_file is not None:
         files.append(HeaderFile("Authorization", Path(os.path.abspath(base / bearer_token_file)), "Bearer "))
     return tuple(files)
+
+
+def as_credentials(server: str, credentials: Mapping[str, str] | UpstreamCredentials) -> UpstreamCredentials:
+    """A connector's credentials: given as they are, or built from plain headers (tests, the SDK probe)."""
+    return credentials if isinstance(credentials, UpstreamCredentials) else UpstreamCredentials(server, credentials)

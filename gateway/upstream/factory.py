@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 from gateway.config import ServerConfig
 from gateway.upstream.connector import Upstream
@@ -15,6 +16,13 @@ from gateway.upstream.stdio import StdioUpstream
 from gateway.upstream.streamable_http import StreamableHttpUpstream
 
 
+class _PoolArgs(TypedDict):
+    connect_timeout: float
+    max_connections: int
+    max_streams: int
+    acquire_timeout: float
+
+
 def upstream_from_config(name: str, server: ServerConfig, config_dir: Path | None = None) -> Upstream:
     """`config_dir`: where relative secret-file paths start (the config file's folder)."""
     restart = RestartPolicy(
@@ -23,22 +31,16 @@ def upstream_from_config(name: str, server: ServerConfig, config_dir: Path | Non
         max_attempts=server.restart.max_attempts,
     )
     files = header_files(config_dir or Path.cwd(), server.bearer_token_file, server.headers_from_files)
-    if server.url is not None and server.transport == "sse":
-        return LegacySseUpstream(
-            name, server.url, UpstreamCredentials(name, server.headers, files),
-            connect_timeout=server.connect_timeout_seconds,
-            max_connections=server.pool.max_connections,
-            max_streams=server.pool.max_streams,
-            acquire_timeout=server.pool.acquire_timeout_seconds,
-            restart=restart,
-        )
     if server.url is not None:
+        credentials = UpstreamCredentials(name, server.headers, files)
+        pool: _PoolArgs = {
+            "connect_timeout": server.connect_timeout_seconds, "max_connections": server.pool.max_connections,
+            "max_streams": server.pool.max_streams, "acquire_timeout": server.pool.acquire_timeout_seconds,
+        }
+        if server.transport == "sse":
+            return LegacySseUpstream(name, server.url, credentials, restart=restart, **pool)
         return StreamableHttpUpstream(
-            name, server.url, UpstreamCredentials(name, server.headers, files),
-            connect_timeout=server.connect_timeout_seconds,
-            max_connections=server.pool.max_connections,
-            max_streams=server.pool.max_streams,
-            acquire_timeout=server.pool.acquire_timeout_seconds,
+            name, server.url, credentials, **pool,
             resume=ResumePolicy(
                 max_attempts=server.resume.max_attempts,
                 max_resumes=server.resume.max_resumes,

@@ -34,7 +34,7 @@ from gateway.errors import UPSTREAM_FAILED, UPSTREAM_STREAM_LOST, UPSTREAM_UNREA
 from gateway.logs import get_logger
 from gateway.sse import DEFAULT_MAX_EVENT_BYTES, SseEvent, SseParser
 from gateway.upstream.channel import Channel, ChannelUpstream
-from gateway.upstream.credentials import UpstreamCredentials
+from gateway.upstream.credentials import UpstreamCredentials, as_credentials
 from gateway.upstream.demux import Demux
 from gateway.upstream.http_pool import HttpPool, PooledResponse
 from gateway.upstream.restart import RestartPolicy
@@ -148,8 +148,7 @@ class LegacySseUpstream(ChannelUpstream):
     ) -> None:
         super().__init__(name, restart=restart, connect_timeout=connect_timeout)
         self.url = url
-        self._credentials = (credentials if isinstance(credentials, UpstreamCredentials)
-                             else UpstreamCredentials(name, credentials))
+        self._credentials = as_credentials(name, credentials)
         self.max_event_bytes = max_event_bytes
         self.requests = HttpPool(
             name, "request", limit=max_connections, acquire_timeout=acquire_timeout,

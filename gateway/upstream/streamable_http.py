@@ -26,7 +26,7 @@ from gateway.core.raw_json import parse
 from gateway.errors import UPSTREAM_FAILED, UPSTREAM_STREAM_LOST, UpstreamFailure, UpstreamSessionGone
 from gateway.sse import DEFAULT_MAX_EVENT_BYTES, SseParser
 from gateway.upstream.connector import UpstreamReply, no_messages
-from gateway.upstream.credentials import UpstreamCredentials
+from gateway.upstream.credentials import UpstreamCredentials, as_credentials
 from gateway.upstream.http_pool import HttpPool, PooledResponse
 from gateway.upstream.resume import ResumePolicy, resume_refused
 
@@ -53,8 +53,7 @@ class StreamableHttpUpstream:
         self.name = name
         self.url = url
         # This server's own credential; nothing of the host's request headers ever gets here.
-        self._credentials = (credentials if isinstance(credentials, UpstreamCredentials)
-                             else UpstreamCredentials(name, credentials))
+        self._credentials = as_credentials(name, credentials)
         self.resume = resume or ResumePolicy()
         self._max_event_bytes = max_event_bytes
         self._max_json_bytes = max_json_bytes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -162,3 +163,20 @@ def text_of(result: Any) -> str:
     block = result.content[0]
     assert type(block).__name__ == "TextContent", block
     return str(block.text)
+
+
+class AnsweringHost:
+    """An SDK elicitation callback that accepts with `name` and keeps every request it was shown."""
+
+    def __init__(self, name: str = "Ada", delay: float = 0.0) -> None:
+        self.name = name
+        self.delay = delay
+        self.seen: list[Any] = []
+
+    async def __call__(self, context: Any, params: Any) -> Any:
+        from mcp.types import ElicitResult
+
+        self.seen.append(params)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        return ElicitResult(action="accept", content={"name": self.name})

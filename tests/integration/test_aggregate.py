@@ -20,10 +20,21 @@ import aiohttp
 import anyio
 import httpx2
 import pytest
-from gateway_harness import HERE, REPO, Proc, free_port, gateway, running, stdio_spec, text_of, upstream_server
+from gateway_harness import (
+    HERE,
+    REPO,
+    AnsweringHost,
+    Proc,
+    free_port,
+    gateway,
+    running,
+    stdio_spec,
+    text_of,
+    upstream_server,
+)
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp.types import ElicitResult, PromptReference
+from mcp.types import PromptReference
 from test_session_bounds import ask_and_drop, open_session
 
 pytestmark = pytest.mark.anyio
@@ -62,14 +73,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc]]:
         yield {"gw": gw, "web": web, "doomed": doomed}
 
 
-class Host:
-    def __init__(self) -> None:
-        self.seen: list[Any] = []
-
-    async def __call__(self, context: Any, params: Any) -> ElicitResult:
-        self.seen.append(params)
-        await asyncio.sleep(0.2)  # both servers' questions are open at once
-        return ElicitResult(action="accept", content={"name": "Ada"})
+def Host() -> AnsweringHost:
+    return AnsweringHost(delay=0.2)  # the servers' questions are open at once
 
 
 async def all_pages(list_page: Any, key: str) -> list[Any]:

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from gateway_harness import Proc, gateway, upstream_server
+from gateway_harness import AnsweringHost, Proc, gateway, upstream_server
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, TextContent
@@ -38,14 +38,7 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
         yield stack.enter_context(gateway(tmp, servers))
 
 
-class Host:
-    def __init__(self) -> None:
-        self.seen: list[Any] = []
-
-    async def __call__(self, context: Any, params: Any) -> ElicitResult:
-        self.seen.append(params)
-        return ElicitResult(action="accept", content={"name": "Ada"})
-
+Host = AnsweringHost
 
 def text_of(result: Any) -> str:
     block = result.content[0]

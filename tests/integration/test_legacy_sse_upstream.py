@@ -8,13 +8,11 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
-from typing import Any
 
 import pytest
-from gateway_harness import HERE, Proc, free_port, gateway, running, text_of, upstream_server
+from gateway_harness import HERE, AnsweringHost, Proc, free_port, gateway, running, text_of, upstream_server
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.types import ElicitResult
 
 pytestmark = pytest.mark.anyio
 
@@ -34,13 +32,8 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
             yield p
 
 
-class Host:
-    def __init__(self) -> None:
-        self.seen: list[Any] = []
-
-    async def __call__(self, context: Any, params: Any) -> ElicitResult:
-        self.seen.append(params)
-        return ElicitResult(action="accept", content={"name": "Bo"})
+def Host() -> AnsweringHost:
+    return AnsweringHost("Bo")
 
 
 async def test_tool_call_and_an_allowed_elicitation_carry_the_origin_tag(gw: Proc) -> None:

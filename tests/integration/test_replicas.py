@@ -23,7 +23,16 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from gateway_harness import Proc, balancer, free_port, gateway, sse_messages, upstream_server, wait_for_port
+from gateway_harness import (
+    AnsweringHost,
+    Proc,
+    balancer,
+    free_port,
+    gateway,
+    sse_messages,
+    upstream_server,
+    wait_for_port,
+)
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, TextContent
@@ -60,19 +69,8 @@ def text_of(result: Any) -> str:
     return block.text
 
 
-class Answering:
-    """An SDK elicitation callback that accepts with a name and keeps what it was asked."""
-
-    def __init__(self) -> None:
-        self.seen: list[Any] = []
-
-    async def __call__(self, context: Any, params: Any) -> ElicitResult:
-        self.seen.append(params)
-        return ElicitResult(action="accept", content={"name": "Ada"})
-
-
 async def test_a_session_alternating_between_replicas_completes_a_form_elicitation(tmp_path: Path) -> None:
-    answer = Answering()
+    answer = AnsweringHost()
     seen = answer.seen
 
     with cluster(tmp_path, redis_state()) as (a, b, lb):
@@ -266,7 +264,7 @@ __all__ = ["_established_to"]
 async def test_the_aggregated_endpoint_works_across_replicas(tmp_path: Path) -> None:
     """/mcp and /servers/up/mcp behind the balancer: the per-server session behind /mcp is found by
     either replica, and an elicitation's answer reaching the other replica is routed by its id."""
-    answer = Answering()
+    answer = AnsweringHost()
     seen = answer.seen
 
     with cluster(tmp_path, redis_state()) as (a, b, lb):
