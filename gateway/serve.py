@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 
 from aiohttp import web
@@ -19,6 +20,22 @@ every server in this config with its upstream credentials. Fine on a laptop
 for local use; anywhere else set auth.api_keys or auth.jwt (docs/security.md).
 ******************************************************************************
 """
+
+
+# Young objects a collection waits for (CPython's default: 700). Nearly everything a request
+# allocates is freed by reference counting; at 700, 32 requests in flight set off a collection
+# every few requests, each walking their live objects again (docs/performance.md).
+GC_GEN0_THRESHOLD = 10_000
+
+
+async def freeze_startup_objects(app: web.Application) -> None:
+    """Moves what startup built (policy lexicons, public-suffix and homoglyph tables, config: some
+    250,000 objects) out of the collector's sight. Without it every full collection walks them all,
+    about 60 ms with the event loop stopped: the p99 latency under load."""
+    gc.collect()
+    gc.freeze()
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
 
 
 def serve(
@@ -39,8 +56,10 @@ def serve(
     if not cfg.gateway.admin.api_keys:
         log.warning("admin.loopback_only",
                     detail="admin.api_keys not set: admin endpoints answer loopback clients only")
+    app = create_app(cfg)
+    app.on_startup.append(freeze_startup_objects)  # last: after every other startup step
     try:
-        web.run_app(create_app(cfg), host=listen_host, port=listen_port, print=None, access_log=None,
+        web.run_app(app, host=listen_host, port=listen_port, print=None, access_log=None,
             # Also the deadline for a new connection's request head (slow-loris guard): aiohttp closes a
             # connection that has not delivered a complete request within it.
             keepalive_timeout=cfg.gateway.listen.header_timeout_seconds,
