@@ -8,7 +8,7 @@ NPM_STAMP := tests/npm/node_modules/.installed
 # The MCP conformance suite and the Node (>= 22) it runs on, both from npm, pinned by the lock file.
 CONFORMANCE_STAMP := tests/conformance/node_modules/.installed
 
-.PHONY: run test lint unit bench bench-quick bench-tools bench-sessions check-schema clean deploy-check conformance conformance-ci \
+.PHONY: run test lint unit bench bench-quick bench-tools bench-profile bench-sessions check-schema clean deploy-check conformance conformance-ci \
 	conformance-tools fuzz soak burst browser
 
 $(STAMP): pyproject.toml
@@ -136,6 +136,11 @@ bench: bench-tools
 
 bench-quick: bench-tools
 	$(PY) bench/run_benchmarks.py --quick
+
+# Where the gateway's time goes under load: py-spy (bench/.venv) samples it while wrk sends
+# tools/call echo at concurrency 32; prints the top functions by own and inclusive time.
+bench-profile: bench-tools
+	$(PY) bench/profile_gateway.py --seconds 15 --out bench/.venv/gateway-stacks.txt
 
 # Session figures only: 10,000 idle sessions against the gateway and a plain aiohttp forwarder.
 bench-sessions: $(STAMP)

@@ -499,6 +499,10 @@ def run_all(wanted: list[str], settings: Settings, loader: str) -> tuple[RunInfo
             except Exception as exc:
                 t.unavailable = f"warm-up failed: {type(exc).__name__}: {str(exc)[:160]}"
         live = [t for t in live if not t.unavailable]
+        # Idle-session memory first, while each heap is still small: after the load runs, freed memory
+        # the process keeps would absorb new sessions without the RSS moving.
+        for t in live:
+            asyncio.run(measure_sessions(t, settings.idle_sessions))
         for r in range(settings.rounds):
             order = live[r % len(live):] + live[:r % len(live)] if live else []
             for tool, conc in LOADS:
@@ -515,8 +519,6 @@ def run_all(wanted: list[str], settings: Settings, loader: str) -> tuple[RunInfo
                         t.cpu_us.append(cpu / figures["requests"] * 1e6)
             for t in order:
                 asyncio.run(measure_exchanges(t, settings))
-        for t in live:
-            asyncio.run(measure_sessions(t, settings.idle_sessions))
     info.elapsed = time.perf_counter() - t_start
     ours = sum(os.times()[:4]) - ours0  # our process and every child we started and reaped (the targets, wrk)
     others = (busy_jiffies() - busy0) / os.sysconf("SC_CLK_TCK") - ours

@@ -72,3 +72,22 @@ def test_policy_only_needs_no_servers() -> None:
                          timeout=60, cwd=REPO)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "policy decision, typical 5-field form, new: p50" in out.stdout
+
+
+def test_the_profile_summary_reads_collapsed_stacks() -> None:
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        load_runner()
+        spec = importlib.util.spec_from_file_location("profile_gateway", REPO / "bench" / "profile_gateway.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    stacks = ("main (gateway/cli.py:235);post (gateway/http/endpoint.py:10);check_json (gateway/core/json_limits.py:42) 3\n"
+              "main (gateway/cli.py:235);write (asyncio/selector_events.py:1) 1\n")
+    text = module.summarize(stacks, 5)
+    assert text.startswith("4 samples")
+    own = text.split("inclusive time:")[0]
+    assert "75.0%  check_json (gateway/core/json_limits.py)" in own and "25.0%  write (asyncio/selector_events.py)" in own
+    assert "100.0%  main (gateway/cli.py)" in text.split("inclusive time:")[1]
