@@ -302,6 +302,8 @@ class SessionDriver:
             outcome = await asyncio.shield(task)
         except asyncio.CancelledError:
             if call.relay is not None:
+                if call.relay.answered:  # the host left after its answer was written: the call succeeded
+                    outcome = "ok"
                 call.relay.detach()
             self.buffers.spawn(self._detached(rec, msg["id"], task, call), name=f"detached:{rec.session_id}")
             raise
