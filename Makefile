@@ -8,7 +8,7 @@ NPM_STAMP := tests/npm/node_modules/.installed
 # The MCP conformance suite and the Node (>= 22) it runs on, both from npm, pinned by the lock file.
 CONFORMANCE_STAMP := tests/conformance/node_modules/.installed
 
-.PHONY: run test lint unit bench bench-sessions check-schema clean deploy-check conformance conformance-ci \
+.PHONY: run test lint unit bench bench-quick bench-tools bench-profile bench-sessions check-schema clean deploy-check conformance conformance-ci \
 	conformance-tools fuzz soak burst browser
 
 $(STAMP): pyproject.toml
@@ -105,9 +105,42 @@ browser:
 	fi
 	@[ -x /usr/bin/chromium ] || echo "WARNING: no /usr/bin/chromium: the /admin browser test will be skipped"
 
-bench: $(STAMP)
+# The benchmark's own virtualenv: FastMCP (the peer in the table) and py-spy, never in .venv. A failed
+# install is not fatal: the FastMCP row then says why (bench/.venv/install.log).
+BENCH_VENV := bench/.venv
+BENCH_STAMP := $(BENCH_VENV)/.installed
+
+$(BENCH_STAMP): bench/requirements.txt
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	@if $(BENCH_VENV)/bin/python -m pip install --quiet -r bench/requirements.txt >$(BENCH_VENV)/install.log 2>&1; then \
+	  touch $(BENCH_STAMP); \
+	else \
+	  echo "WARNING: could not install bench/requirements.txt into $(BENCH_VENV) (see $(BENCH_VENV)/install.log)"; \
+	fi
+
+# wrk (Debian's package) sends the load; installed when missing and we are root with apt-get,
+# otherwise the benchmark falls back to its aiohttp load generator and says so.
+bench-tools: $(STAMP)
+	@-$(MAKE) --no-print-directory $(BENCH_STAMP)
+	@if ! command -v wrk >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "wrk not found: installing Debian's wrk package for the load runs"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk >/dev/null; } \
+	    || echo "apt-get could not install wrk: the aiohttp load generator is used instead"; \
+	fi
+
+# Side by side, interleaved, one table: direct, plain aiohttp forwarder, gateway (memory, Redis),
+# FastMCP's proxy (docs/performance.md). bench-quick: the same table, fewer samples, under a minute.
+bench: bench-tools
 	$(PY) bench/run_benchmarks.py
-	$(PY) bench/sessions.py
+
+bench-quick: bench-tools
+	$(PY) bench/run_benchmarks.py --quick
+
+# Where the gateway's time goes under load: py-spy (bench/.venv) samples it while wrk sends
+# tools/call echo at concurrency 32; prints the top functions by own and inclusive time.
+bench-profile: bench-tools
+	$(PY) bench/profile_gateway.py --seconds 15 --out bench/.venv/gateway-stacks.txt
 
 # Session figures only: 10,000 idle sessions against the gateway and a plain aiohttp forwarder.
 bench-sessions: $(STAMP)

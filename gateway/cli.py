@@ -47,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--log-format", choices=["json", "console"],
                        help="log rendering; overrides logging.format in the config")
+    serve.add_argument("--no-uvloop", action="store_true",
+                       help="serve on asyncio's own event loop; overrides listen.uvloop in the config")
     check = sub.add_parser("check", help="validate the config and every policy it names")
     check.add_argument("--config", required=True)
     check.add_argument("--allow-missing-env", action="store_true",
@@ -237,7 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from gateway.serve import serve
 
     try:
-        serve(cfg, host=args.host, port=args.port, log_format=args.log_format)
+        serve(cfg, host=args.host, port=args.port, log_format=args.log_format,
+              use_uvloop=False if args.no_uvloop else None)
     except OSError as exc:  # e.g. the port is taken
         print(f"{PROG}: cannot serve: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAILED

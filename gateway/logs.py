@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
+from collections.abc import MutableMapping
 from typing import Any
 
 import orjson
@@ -18,6 +20,23 @@ def _dumps(obj: Any, default: Any = None) -> str:
     return orjson.dumps(obj, default=default).decode()
 
 
+class _UtcTimestamp:
+    """`timestamp` as structlog's TimeStamper(fmt="iso", utc=True) writes it (2026-11-23T20:45:42.744345Z),
+    at a fraction of the cost: the date and time are formatted once per second, not per line."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ""
+
+    def __call__(self, _logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+        now = time.time()
+        second = int(now)
+        if second != self._second:
+            self._second, self._prefix = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        event["timestamp"] = f"{self._prefix}.{int((now - second) * 1_000_000):06d}Z"
+        return event
+
+
 def configure_logging(fmt: str = "auto", level: str = "info") -> None:
     console = fmt == "console" or (fmt == "auto" and sys.stdout.isatty())
     renderer: Any = structlog.dev.ConsoleRenderer() if console else structlog.processors.JSONRenderer(serializer=_dumps)
@@ -26,11 +45,12 @@ def configure_logging(fmt: str = "auto", level: str = "info") -> None:
             structlog.contextvars.merge_contextvars,
             hash_session_ids,  # raw session ids never reach a log line
             structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            _UtcTimestamp(),
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level]),
-        logger_factory=structlog.PrintLoggerFactory(sys.stdout),
+        # One write per line to the current sys.stdout (print() makes two: the text, then the newline).
+        logger_factory=structlog.WriteLoggerFactory(),
         cache_logger_on_first_use=False,
     )
 

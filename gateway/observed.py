@@ -43,6 +43,7 @@ class ObservedUpstream:
         self.name = inner.name
         self.metrics = metrics
         self.health = UpstreamHealth()
+        self._up = metrics.upstream_up.labels(self.name)  # set on every upstream request: bound once
 
     async def start(self) -> None:
         await self.inner.start()
@@ -95,13 +96,13 @@ class ObservedUpstream:
 
     def _ok(self) -> None:
         self.health.up, self.health.last_ok = True, time.time()
-        self.metrics.upstream_up.labels(self.name).set(1)
+        self._up.set(1)
 
     def _failed(self, op: str, exc: UpstreamFailure) -> None:
         self.health.up, self.health.last_error = False, time.time()
         self.health.last_error_reason = exc.message
         self.health.errors += 1
-        self.metrics.upstream_up.labels(self.name).set(0)
+        self._up.set(0)
         self.metrics.upstream_errors.labels(self.name, op).inc()
 
     def _reconnected(self) -> None:

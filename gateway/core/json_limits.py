@@ -17,7 +17,9 @@ from typing import Any
 
 # Every string token, with the `:` that makes it a key. Each match starts at a string's opening
 # quote (the search resumes after the previous string), so quotes inside strings never misalign.
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"([ \t\r\n]*:)?', re.DOTALL)
+# Written as an unrolled loop (runs of plain characters, then one escape): the per-character
+# alternation it replaces cost ten times as much on long strings.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"([ \t\r\n]*:)?', re.DOTALL)
 
 
 class JsonLimitExceeded(ValueError):
@@ -27,17 +29,24 @@ class JsonLimitExceeded(ValueError):
 def check_json(obj: Any, raw: bytes, *, max_depth: int) -> None:
     """Raises JsonLimitExceeded for nesting deeper than `max_depth` or a duplicate object key."""
     keys = 0
-    stack: list[tuple[Any, int]] = [(obj, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            if depth > max_depth:
-                raise JsonLimitExceeded(f"JSON nested deeper than {max_depth} levels")
-            keys += len(node)
-            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, dict | list))
-        elif isinstance(node, list):
-            if depth > max_depth:
-                raise JsonLimitExceeded(f"JSON nested deeper than {max_depth} levels")
-            stack.extend((v, depth + 1) for v in node if isinstance(v, dict | list))
+    # Level by level: every container of one depth, then their children (no recursion: upstream
+    # messages may nest 1000 deep).
+    level = [obj] if isinstance(obj, dict | list) else []
+    depth = 1
+    while level:
+        if depth > max_depth:
+            raise JsonLimitExceeded(f"JSON nested deeper than {max_depth} levels")
+        below: list[Any] = []
+        for node in level:
+            if isinstance(node, dict):
+                keys += len(node)
+                values: Any = node.values()
+            else:
+                values = node
+            for value in values:
+                if isinstance(value, dict | list):
+                    below.append(value)
+        level = below
+        depth += 1
     if keys and sum(1 for colon in _STRING.findall(raw) if colon) != keys:
         raise JsonLimitExceeded("duplicate key in a JSON object")

@@ -140,6 +140,9 @@ class SessionDriver:
         self.settings = settings
         self.replica = replica
         self.live: dict[str, Live] = {}
+        # (method, era, outcome) -> the request counter and duration histogram children, bound once (the
+        # labels come from fixed sets: methods are known ones or "other").
+        self._request_metrics: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         self._reserved = 0  # initializes under way here: counted against max_sessions with the stored sessions
         self.buffers = SessionBuffers(server, store, settings)
         self.profiles = ProfileCache(upstream, settings.protocol)
@@ -772,8 +775,13 @@ class SessionDriver:
     def request_done(self, method: str, started: float, outcome: str, host_version: str | None = None) -> None:
         elapsed = time.monotonic() - started
         era = era_label(host_version)
-        self.metrics.requests.labels(self.server, method, era, outcome).inc()
-        self.metrics.request_seconds.labels(self.server, method, era).observe(elapsed)
+        children = self._request_metrics.get((method, era, outcome))
+        if children is None:
+            children = self._request_metrics[(method, era, outcome)] = (
+                self.metrics.requests.labels(self.server, method, era, outcome),
+                self.metrics.request_seconds.labels(self.server, method, era))
+        children[0].inc()
+        children[1].observe(elapsed)
         tracing.annotate(method=method, outcome=outcome, era=era)
         log.info("request", server=self.server, method=method, duration_ms=round(elapsed * 1000, 2), outcome=outcome)
 

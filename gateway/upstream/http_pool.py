@@ -88,7 +88,10 @@ class HttpPool:
 
     async def send(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None) -> PooledResponse:
         try:
-            async with asyncio.timeout(self.acquire_timeout):
+            if self._slots.locked():  # only a wait needs a deadline (and its timer)
+                async with asyncio.timeout(self.acquire_timeout):
+                    await self._slots.acquire()
+            else:
                 await self._slots.acquire()
         except TimeoutError:
             raise UpstreamFailure(
