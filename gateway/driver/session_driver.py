@@ -94,7 +94,8 @@ class Live:
     listener_ready: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once the upstream standalone stream answered (or failed): calls wait for it briefly, so a
     server request the server sends there when the call starts is not lost."""
-    get_open: bool = False
+    get_task: asyncio.Task[Any] | None = None
+    """The task serving the host's GET stream here."""
     awaiting_completions: int = 0
     notify_tokens: float = 1e9  # the bucket starts full (clamped to the rate at first use)
     notify_at: float = 0.0
@@ -103,7 +104,7 @@ class Live:
 
     @property
     def idle(self) -> bool:
-        return not (self.in_flight or self.request_streams or self.get_open or self.awaiting_completions)
+        return not (self.in_flight or self.request_streams or self.get_task or self.awaiting_completions)
 
 
 @dataclass
@@ -521,16 +522,22 @@ class SessionDriver:
             await self.buffers.resume(rec, resumed, stream)
             return
         sid = rec.session_id
+        current = asyncio.current_task()
+        previous = self.live[sid].get_task if sid in self.live else None
+        if previous is not None and previous is not current and not previous.done():
+            # The host opened its GET stream again. The one it left is noticed only at its next write
+            # (a keepalive), so it is replaced now rather than the new one refused.
+            previous.cancel()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.wait({previous}), 2.0)
         live = self._live(sid)
-        if live.get_open:
-            raise HostProtocolError(409, INVALID_REQUEST, "a standalone stream is already open for this session")
-        live.get_open = True
+        live.get_task = current
         self._ensure_listener(rec, live)
         try:
             await self.buffers.serve_standalone(sid, last_event_id, stream, lambda: sid in self.live)
         finally:
-            if sid in self.live:
-                live.get_open = False
+            if self.live.get(sid) is live and live.get_task is current:
+                live.get_task = None
                 self._release(sid)
 
     def _ensure_listener(self, rec: SessionRecord, live: Live) -> None:

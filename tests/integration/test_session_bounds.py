@@ -163,3 +163,27 @@ async def test_a_resumed_call_whose_grace_ran_out_gets_a_clear_error(env: tuple[
         [error] = [json.loads(line[5:]) for line in body.splitlines() if line.startswith("data:") and line[5:].strip()]
         assert error["id"] == 8 and error["error"]["code"] == -32012
         assert "cancelled" in error["error"]["message"]
+
+
+async def test_a_host_that_opens_its_get_stream_again_replaces_the_one_it_left(env: tuple[Proc, Proc]) -> None:
+    """The gateway notices a GET stream whose host left only at its next write; a new GET for the same
+    session must not be refused (409) meanwhile: it replaces the old one, and events reach it."""
+    _, gw = env
+    url = endpoint(gw)
+    async with aiohttp.ClientSession() as http:
+        headers = await open_session(http, url)
+        get_headers = {**headers, "Accept": "text/event-stream"}
+        first = await http.get(url, headers=get_headers)
+        assert first.status == 200
+        first.close()  # the host leaves without a word; no write has told the gateway yet
+        for _ in range(3):  # reconnecting at once, several times
+            async with http.get(url, headers=get_headers) as again:
+                assert again.status == 200
+        async with http.get(url, headers=get_headers) as stream:
+            async with http.post(url, json={"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                                            "params": {"name": "announce", "arguments": {}}}, headers=headers) as r:
+                await r.read()
+            with anyio.fail_after(10):
+                async for raw in stream.content:
+                    if b"notifications/tools/list_changed" in raw:
+                        break
