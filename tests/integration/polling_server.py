@@ -60,7 +60,10 @@ async def poll_then_answer(text: str, ctx: Context) -> str:
 
 @mcp.tool()
 async def poll_then_ask(ctx: Context) -> str:
-    """Close the stream first, then ask the client a question: it arrives on the resumed stream."""
+    """Close the stream first, then ask the client a question: it arrives on the resumed stream.
+    The pause lets the SDK write its priming event (the id to resume from) before the close: closed
+    earlier, the stream ends with no id at all and there is nothing to resume (an SDK race)."""
+    await asyncio.sleep(0.1)
     await ctx.close_sse_stream()
     result = await ctx.elicit("What is your name?", Name)
     return result.data.name if result.action == "accept" else result.action  # type: ignore[union-attr]
