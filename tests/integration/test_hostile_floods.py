@@ -10,11 +10,12 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import pytest
 from gateway_harness import HERE, Proc, free_port, gateway, received_by, running, text_of, upstream_server
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.types import ElicitResult
+from mcp.types import ElicitResult, ErrorData, ListRootsResult
 
 pytestmark = pytest.mark.anyio
 
@@ -33,13 +34,24 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Proc, Proc]]
                 yield up, gw
 
 
-async def call(gw: Proc, scenario: str, seen: list[Any] | None = None) -> Any:
+async def call(gw: Proc, scenario: str, seen: list[Any] | None = None, answer_after: float = 0.0) -> Any:
+    """`answer_after`: the host holds every answer that long (so a burst cannot free pending slots)."""
     async def host(context: Any, params: Any) -> ElicitResult:
         if seen is not None:
             seen.append(params)
+        await anyio.sleep(answer_after)
         return ElicitResult(action="decline")
 
-    async with Client(f"{gw.base}/servers/hostile/mcp", mode="legacy", elicitation_callback=host) as client:
+    async def sample(context: Any, params: Any) -> Any:
+        await anyio.sleep(answer_after)
+        return ErrorData(code=-32601, message="no sampling here")
+
+    async def roots(context: Any) -> Any:
+        await anyio.sleep(answer_after)
+        return ListRootsResult(roots=[])
+
+    async with Client(f"{gw.base}/servers/hostile/mcp", mode="legacy", elicitation_callback=host,
+                      sampling_callback=sample, list_roots_callback=roots) as client:
         try:
             return await client.call_tool(scenario, {})
         except MCPError as exc:
@@ -58,12 +70,12 @@ async def calm_still_answers(gw: Proc) -> None:
 
 async def test_a_flood_of_server_requests_of_every_kind_is_capped_per_session(env: tuple[Proc, Proc]) -> None:
     up, gw = env
-    result = await call(gw, "flood_requests")
+    result = await call(gw, "flood_requests", answer_after=0.5)
     assert text(result) == "end"
     refusals = [m for m in await received(up) if isinstance(m.get("id"), int) and m["id"] >= 1000 and "error" in m
                 and "too many requests pending" in m["error"]["message"]]
-    # 60 requests arrive at once; only MAX_PENDING can wait for the host, the rest are refused
-    assert len(refusals) >= 60 - 3 * MAX_PENDING
+    # 60 requests arrive at once and the host holds its answers: only MAX_PENDING can wait, the rest are refused
+    assert len(refusals) >= 60 - MAX_PENDING
     kinds = {m["id"] % 3 for m in refusals}
     assert kinds == {0, 1, 2}  # sampling, roots and elicitation requests alike
     assert '"event":"upstream.request_refused"' in gw.output()
