@@ -45,7 +45,7 @@ from gateway.policy.secret_lexicon import (
     words_of,
 )
 from gateway.policy.secret_values import pattern_asks_for_secret, text_shows_secret, value_secret_kind
-from gateway.policy.text_normalization import normalize_text
+from gateway.policy.text_normalization import decode_escapes, normalize_text
 
 __all__ = ["CATEGORIES", "SensitiveFieldDetector", "SensitiveFinding"]
 
@@ -70,6 +70,32 @@ _SENTENCE: Final = re.compile(r"[^.!?。！？]*(?:[.!?。！？]+\s*|$)")
 _VALUE_KEYS: Final = frozenset({"default", "examples", "example", "placeholder", "pattern"})
 _MARKER_KEYS: Final = _VALUE_KEYS | {"format", "writeOnly"}
 _CHOICE_KEYS: Final = frozenset({"enum", "oneOf", "anyOf", "const", "enumNames"})
+
+
+_DECODED_KEYS: Final = ("title", "description", "default", "examples", "example", "placeholder")
+
+
+def _decoded(value: object) -> object:
+    if isinstance(value, str):
+        return decode_escapes(value)
+    if isinstance(value, list):
+        return [decode_escapes(v) if isinstance(v, str) else v for v in value]
+    return value
+
+
+def _decoded_schema(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`schema` with its texts and values decoded (`decode_escapes`); the same object when nothing changes."""
+    changed: dict[str, object] | None = None
+    for key in _DECODED_KEYS:
+        value = schema.get(key)
+        if value is None:
+            continue
+        decoded = _decoded(value)
+        if decoded != value:
+            if changed is None:
+                changed = {}
+            changed[key] = decoded
+    return schema if changed is None else {**schema, **changed}
 
 
 def _field_kind(schema: Mapping[str, Any]) -> str:
@@ -152,13 +178,14 @@ def _postal(*texts: str) -> bool:
 
 
 class _Field(NamedTuple):
-    name: str
+    name: str  # decoded (`decode_escapes`): what the detector reads
     schema: Mapping[str, Any]
     kind: str
+    key: str  # the property name as sent: what a finding's location names
 
     @property
     def path(self) -> str:
-        return f"requestedSchema.properties.{self.name}"
+        return f"requestedSchema.properties.{self.key}"
 
     @property
     def title(self) -> str:
@@ -211,7 +238,8 @@ class SensitiveFieldDetector:
     def _find(self, params: Mapping[str, Any]) -> list[SensitiveFinding]:
         if not (type(params) is dict or isinstance(params, Mapping)):
             return []
-        message = _text(params.get("message"))
+        # Every text is read as a user agent would render it: HTML references and percent-escapes decoded.
+        message = decode_escapes(_text(params.get("message")))
         findings: dict[SensitiveFinding, None] = {}
 
         def add(category: str, location: str) -> None:
@@ -228,12 +256,14 @@ class SensitiveFieldDetector:
         fields: list[_Field] = []
         labels = [message]
         rest: list[str] = []
-        for name, prop in properties.items():
-            if not isinstance(name, str) or name in allowed:
+        for key, prop in properties.items():
+            if not isinstance(key, str) or key in allowed:
                 continue
-            prop_schema: Mapping[str, Any] = prop if type(prop) is dict or isinstance(prop, Mapping) else {}
+            prop_schema: Mapping[str, Any] = (
+                _decoded_schema(prop) if type(prop) is dict or isinstance(prop, Mapping) else {})
             kind = _field_kind(prop_schema)
-            fields.append(_Field(name, prop_schema, kind))
+            name = decode_escapes(key)
+            fields.append(_Field(name, prop_schema, kind, key))
             if kind is not _OTHER:
                 title, description = prop_schema.get("title"), prop_schema.get("description")
                 title = title if isinstance(title, str) else ""

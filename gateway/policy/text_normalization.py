@@ -19,6 +19,14 @@ used to slip a word past a matcher:
 - marks that writers often leave out: Thai and Lao tone marks, the voicing marks
   of kana (dakuten, handakuten).
 
+Before any of that, `decode_escapes` undoes the two encodings a form text can
+hide a word in and still look like that word to a user agent that renders it:
+HTML character references (numeric `&#112;`, `&#x50;` and named `&ntilde;`,
+`&shy;`, `&amp;`; the stdlib `html.unescape`) and URL percent-encoding
+(`%70assword`, `%D0%BF...`; `urllib.parse.unquote`, only runs that decode to
+UTF-8). It is applied once to every text the detector reads, not inside
+`normalize_text`, because decoding twice is not the same as decoding once.
+
 The fold works one character at a time through a translation table that is
 filled on first sight of each character, so every character of these classes
 is folded, not only the ones seen in tests. Scripts of languages matched
@@ -28,13 +36,15 @@ them onto ASCII would only merge distinct words. The result is idempotent.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import unicodedata
 from importlib import resources
 from typing import Final
+from urllib.parse import unquote
 
-__all__ = ["CAMEL_MARK", "camel_marked", "normalize_text"]
+__all__ = ["CAMEL_MARK", "camel_marked", "decode_escapes", "normalize_text"]
 
 # Scripts matched natively: their letters are never folded onto ASCII.
 _NATIVE_SCRIPT_PREFIXES: Final = (
@@ -207,6 +217,32 @@ def undo_overrides(text: str) -> str:
     """`text` with bidi override runs put in the order the user reads them."""
     if "\u202e" in text or "\u202d" in text:
         return _OVERRIDE_SPAN.sub(_as_displayed, text)
+    return text
+
+
+_PERCENT_RUN: Final = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_MAX_DECODED: Final = 65536  # longer texts are read as written: decoding is bounded work
+
+
+def _unquoted(match: re.Match[str]) -> str:
+    run = match.group(0)
+    try:
+        return unquote(run, errors="strict")
+    except UnicodeDecodeError:
+        return run  # not UTF-8 percent-encoding ("100%AB" in prose): left as written
+
+
+def decode_escapes(text: str) -> str:
+    """`text` with HTML character references and URL percent-escapes decoded, once each.
+
+    HTML references first, so a percent sign written as `&#37;` joins the percent pass.
+    """
+    if len(text) > _MAX_DECODED:
+        return text
+    if "&" in text:
+        text = html.unescape(text)
+    if "%" in text:
+        text = _PERCENT_RUN.sub(_unquoted, text)
     return text
 
 

@@ -597,3 +597,66 @@ def test_probe_asks_are_blocked(title: str) -> None:
 @pytest.mark.parametrize("title", PROBE_HARMLESS)
 def test_probe_harmless_titles_pass(title: str) -> None:
     assert not blocked(field(title)), (title, DETECTOR.find(field(title)))
+
+
+# -- classes fixed after blind set 3 (docs/sensitive-fields.md, "Encoded texts" and the lists below) -----
+
+ENCODED_ASKS = [
+    # HTML character references, decimal, hex and named, anywhere in the word and in any script.
+    field("Kennw&#111;rt"),
+    field("contrase&#241;a de acceso"),
+    field("&#x4B;ennwort wiederholen"),
+    field("&#1087;&#1072;&#1088;&#1086;&#1083;&#1100;"),
+    field("c&oacute;digo de verifica&ccedil;&atilde;o"),
+    field("Wiederherstellungs&shy;code"),
+    field("Jeton d&#39;acc&egrave;s"),
+    field("&#x30EF;&#x30F3;&#x30BF;&#x30A4;&#x30E0;&#x30D1;&#x30B9;&#x30EF;&#x30FC;&#x30C9;"),
+    # URL percent-encoding, one letter or the whole word.
+    field("%6Dot de passe"),
+    field("%E5%AF%86%E7%A0%81"),
+    field("s%C3%A4hk%C3%B6postin salasana"),
+    field("one%2Dtime code"),
+    field("Clave%20privada"),
+    # A percent sign written as a reference: each decoder runs once, HTML first.
+    field("&#37;70assword"),
+    # The property name, the description and the message are decoded too.
+    field("", name="api&#95;key"),
+    field("Value", "Your se&#99;ret access token from the dashboard"),
+    {"mode": "form", "message": "Bitte geben Sie Ihre %50IN ein",
+     "requestedSchema": {"type": "object", "properties": {"value": {"type": "string"}}}},
+]
+ENCODED_HARMLESS = [
+    field("Rabatt in %", kind="integer"),
+    field("Q&amp;A topic"),
+    field("R&amp;D department"),
+    field("Caf&eacute; name"),
+    field("Tom &amp; Jerry: favourite episode"),
+    field("Growth 100%AB test variant"),
+    field("%E2%9C%93 Done items"),
+    field("Nom du caf&eacute; pr&eacute;f&eacute;r&eacute;"),
+]
+
+
+@pytest.mark.parametrize("params", ENCODED_ASKS)
+def test_encoded_asks_are_blocked(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+@pytest.mark.parametrize("params", ENCODED_HARMLESS)
+def test_encoded_harmless_forms_pass(params: dict[str, Any]) -> None:
+    assert not blocked(params), (params, DETECTOR.find(params))
+
+
+def test_decoding_is_once_and_bounded() -> None:
+    from gateway.policy.text_normalization import decode_escapes
+
+    assert decode_escapes("&amp;amp;") == "&amp;"  # one pass, not a fixed point
+    assert decode_escapes("%ZZ 100%AB") == "%ZZ 100%AB"  # not UTF-8 percent-encoding: as written
+    assert decode_escapes("%D0%BF%D0%B0") == "па"
+    long_text = "&#112;" * 20000
+    assert decode_escapes(long_text) == long_text
+
+
+def test_location_names_the_property_as_sent() -> None:
+    findings = DETECTOR.find(field("", name="pass&#119;ord"))
+    assert findings and all(f.location.startswith("requestedSchema.properties.pass&#119;ord") for f in findings)
