@@ -143,8 +143,11 @@ def _word_pattern(phrases: Sequence[str]) -> re.Pattern[str]:
     return re.compile("|".join(parts))
 
 
-# The Indian postal PIN code: six digits, the first one never 0.
-_POSTAL_PATTERN: Final = re.compile(r"\^?(?:\[1-9\]|\\d)(?:\[0-9\]|\\d)\{5\}\$?")
+# The Indian postal PIN code: six digits, the first one never 0, often with the region's leading
+# digits written out ("^78\\d{4}$" for Assam, "^11[0-9]{4}$" for Delhi).
+_POSTAL_PATTERN: Final = re.compile(
+    r"\^?(?:(?:\[1-9\]|\\d)(?:\[0-9\]|\\d)\{5\}"
+    r"|[1-9](?:\[0-9\]|\\d)\{5\}|[1-9]\d(?:\[0-9\]|\\d)\{4\}|[1-9]\d\d(?:\[0-9\]|\\d)\{3\})\$?")
 _POSTAL: Final = _word_pattern(_load_common().get("pin_postal_context", ()))
 # "Heslo", "jelszó", "hasło", "Parole" also mean a motto or slogan: a field that says so asks for one.
 _MOTTO: Final = _word_pattern(_load_common().get("password_motto_context", ()))

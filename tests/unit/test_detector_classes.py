@@ -660,3 +660,50 @@ def test_decoding_is_once_and_bounded() -> None:
 def test_location_names_the_property_as_sent() -> None:
     findings = DETECTOR.find(field("", name="pass&#119;ord"))
     assert findings and all(f.location.startswith("requestedSchema.properties.pass&#119;ord") for f in findings)
+
+
+def form(message: str, **props: dict[str, Any]) -> dict[str, Any]:
+    return {"mode": "form", "message": message, "requestedSchema": {"type": "object", "properties": props}}
+
+
+HARD_NEGATIVES_3 = [
+    # Prepaid electricity tokens are bought, not typed in as credentials.
+    form("Buy prepaid electricity tokens", meter={"type": "string", "title": "Meter number"},
+         amount={"type": "number", "title": "Amount"}),
+    form("Nunua tokeni za LUKU", mita={"type": "string", "title": "Namba ya mita"}),
+    # A network technology named after its token.
+    field("Token Ring MAU location"),
+    # A crossword's solution word ("hasło", "heslo", "geslo" also mean that).
+    field("Rozwiązanie", "Hasło z liter w zaznaczonych polach krzyżówki"),
+    field("Tajenka", "Heslo z vyznačených políček"),
+    field("Tajnička krížovky", "Heslo z vyfarbených políčok"),
+    field("Rešitev križanke", "Geslo iz označenih polj"),
+    # A group's motto ("jelmondat" is also a passphrase).
+    field("A klub jelmondata", "Rövid, vidám mondat a zászlóra"),
+    # A question about what a credential is for.
+    form("Create a deploy key", purpose={"type": "string", "title": "What is this key for?"}),
+    form("New access token", purpose={"type": "string", "title": "Whats this token for?"}),
+    # Postal PIN codes with a region's leading digits in the pattern.
+    form("ডাকঘৰৰ ঠিকনা", pin={"type": "string", "title": "পিন ক'ড", "pattern": "^781\\d{3}$"}),
+    form("Delivery", pin={"type": "string", "title": "PIN", "pattern": "^11[0-9]{4}$"}),
+    # A database's primary-key column (Thai "คีย์หลัก" is also a master key).
+    field("ฟิลด์คีย์หลัก"),
+]
+ASKS_NEAR_HARD_NEGATIVES_3 = [
+    field("Hasło do konta"),
+    field("Heslo k účtu"),
+    field("A kulcs jelmondata"),
+    field("API token", message="Buy more tokens? First sign in."),
+    form("Card", pin={"type": "string", "title": "PIN", "pattern": "^\\d{6}$"}),
+    field("คีย์หลักของห้องนิรภัย"),
+]
+
+
+@pytest.mark.parametrize("params", HARD_NEGATIVES_3)
+def test_blind3_hard_negative_classes_pass(params: dict[str, Any]) -> None:
+    assert not blocked(params), (params, DETECTOR.find(params))
+
+
+@pytest.mark.parametrize("params", ASKS_NEAR_HARD_NEGATIVES_3)
+def test_asks_near_blind3_hard_negatives_are_blocked(params: dict[str, Any]) -> None:
+    assert blocked(params), params
