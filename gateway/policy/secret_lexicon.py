@@ -36,7 +36,7 @@ from typing import Any, Final, NamedTuple
 import ahocorasick_rs
 from rapidfuzz.distance import OSA
 
-from gateway.policy.text_normalization import CAMEL_MARK, camel_marked, normalize_text, undo_overrides
+from gateway.policy.text_normalization import CAMEL_MARK, ascii_capitals, camel_marked, normalize_text, undo_overrides
 
 __all__ = [
     "DESCRIBED",
@@ -523,6 +523,10 @@ class Lexicon:
         """False when no part of `text` can name a secret: no phrase, no misspelt term, no leetspeak,
         nothing reversed. A cheap pre-check over all of a form's texts joined; a True needs the full
         `scan` per text."""
+        if not text.isascii():
+            capitals = ascii_capitals(text)
+            if capitals != text and self.may_name_secret(capitals):
+                return True
         folded = normalize_text(text)
         if _may_be_leet(folded):
             return True
@@ -590,13 +594,19 @@ class Lexicon:
         """Categories `text` asks for and those it only mentions. Never raises on str input."""
         folded = normalize_text(camel_marked(text))
         readings = [folded]
+        # Capital look-alikes inside Latin words read as the capitals they imitate ("PΙΝ"): one more reading.
+        capitals = ascii_capitals(text) if not text.isascii() else text
+        if capitals is not text and capitals != text:
+            capital_reading = normalize_text(camel_marked(capitals))
+            if capital_reading != folded and self.may_name_secret(capitals):
+                readings.append(capital_reading)
         if _may_be_leet(folded):
             leet = _LEET_WORD.sub(lambda m: m.group(0).translate(_LEET), folded)
             if leet != folded:
                 readings.append(leet)
             if "1" in folded:
                 readings.append(_LEET_WORD.sub(lambda m: m.group(0).translate(_LEET_L).translate(_LEET), folded))
-        else:
+        elif len(readings) == 1:
             squashed = squash(folded)
             hits = self._hits(squashed)
             if not self._needs_scan(folded, squashed, hits, not prose):
@@ -1129,7 +1139,7 @@ _DOTTED_CAPITALS: Final = re.compile(r"(?<=\b[A-Z])\.(?=[A-Z]\b)")
 
 def _acronym_shown(key: str, original: str) -> bool:
     """A weak short term counts when written in capitals ("TAN", "DNI") or when it is the whole label."""
-    visible = _INVISIBLE.sub("", original)
+    visible = ascii_capitals(_INVISIBLE.sub("", original))
     if "." in visible:
         visible = _DOTTED_CAPITALS.sub("", visible)  # "C.F.", "N.I.F." are capitals too
     if re.search(rf"(?<![A-Za-z]){re.escape(key.upper())}(?![a-z])", visible):

@@ -707,3 +707,31 @@ def test_blind3_hard_negative_classes_pass(params: dict[str, Any]) -> None:
 @pytest.mark.parametrize("params", ASKS_NEAR_HARD_NEGATIVES_3)
 def test_asks_near_blind3_hard_negatives_are_blocked(params: dict[str, Any]) -> None:
     assert blocked(params), params
+
+
+# Letter variants folded (or read a second way): capital look-alikes inside Latin words, Persian and Arabic
+# letter forms, the Indic nukta, Georgian capitals.
+VARIANT_ASKS = [
+    field("Kart PΙΝ kodu"),  # Greek capital Iota and Nu
+    field("ΑPI kеy"),  # Greek capital Alpha, Cyrillic small ie
+    field("رمز عبور", message="ورود به حساب"),
+    field("رمز عبوري"),  # Arabic yeh in a Persian word
+    field("كلمه عبور"),  # Arabic kaf in a Persian word
+    field("پاس‌ورد کی"),
+    field("पा़सवर्ड"),  # a nukta added
+    field("पासवर्ड़"),
+    field("ᲞᲐᲠᲝᲚᲘ"),  # Georgian Mtavruli capitals
+]
+
+
+@pytest.mark.parametrize("params", VARIANT_ASKS)
+def test_letter_variant_asks_are_blocked(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+def test_letter_variants_fold_together() -> None:
+    assert normalize_text("کلمة") == normalize_text("كلمة")
+    assert normalize_text("फ़ोन") == normalize_text("फोन")
+    assert normalize_text("ᲞᲐᲠᲝᲚᲘ") == normalize_text("პაროლი")
+    # Words of other scripts keep the shared fold of both cases.
+    assert normalize_text("ΚΩΔΙΚΟΣ") == normalize_text("κωδικός")
