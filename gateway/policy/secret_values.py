@@ -53,7 +53,13 @@ _PREFIXES: Final = (
     r"hf_", r"npm_", r"pypi-", r"dop_v1_", r"shp(?:at|ss|ca|pa)_", r"SG\.", r"sq0(?:atp|csp)-", r"EAA[A-Za-z]",
     r"AccountKey=", r"SharedAccessSignature", r"key-", r"pat_", r"secret_", r"ntn_", r"lin_api_", r"figd_",
     r"atlassian_", r"ATATT", r"dapi", r"xai-", r"gsk_", r"r8_", r"tskey-", r"hvs\.", r"s\.",
+    r"[xtyz]prv", r"xpriv", r"(?:SB-)?Mid-server-",
 )
+# A distinctive prefix named on its own ("starts with sk-proj-", "xprv…"): the text shows what a
+# credential looks like.
+_NAMED_PREFIX: Final = re.compile(
+    r"(?<![A-Za-z0-9])(?:sk-proj-|sk-ant-|sk_live_|sk_test_|rk_live_|ghp_|github_pat_|glpat-|xox[bpa]-|"
+    r"SB-Mid-server-|Mid-server-|[xtyz]prv|AGE-SECRET-KEY-)(?=$|[\s\"'”»)…]|\.\.\.)")
 _PREFIXED: Final = re.compile(
     rf"(?<![A-Za-z0-9])(?:{'|'.join(_PREFIXES)})[A-Za-z0-9_\-.*x•]{{8,}}"
 )
@@ -100,6 +106,8 @@ def text_shows_secret(text: str) -> bool:
     """Prose (a description, a title) that shows a credential-shaped example."""
     if len(text) < 10:
         return False
+    if ("-" in text or "_" in text or "prv" in text) and _NAMED_PREFIX.search(text):
+        return True
     if text.isascii():
         # Byte-table split instead of a regex pass: tokens of credential characters, ten or longer.
         tokens = text.encode("ascii").translate(_CREDENTIAL_CHARS).split()
@@ -271,9 +279,28 @@ def pattern_sample(pattern: str, limit: int = 400) -> str | None:
     return "".join(out)
 
 
+# A pattern of 12, 15, 18, 21 or 24 lower-case words: the length of a wallet's recovery phrase (BIP-39).
+_WORD: Final = r"\[a-z\](?:\+|\{\d+(?:,\d*)?\})"
+_GAP: Final = r"(?: |\\s|\[ \]|\\s\+| \+)"
+_MNEMONIC_PATTERN: Final = re.compile(
+    rf"\^?(?:\((?:\?:)?{_WORD}{_GAP}\)\{{(\d+)(?:,(\d+))?\}}{_WORD}"
+    rf"|{_WORD}\((?:\?:)?{_GAP}{_WORD}\)\{{(\d+)(?:,(\d+))?\}})\$?")
+
+
+def _mnemonic_pattern(pattern: str) -> bool:
+    match = _MNEMONIC_PATTERN.fullmatch(pattern)
+    if match is None:
+        return False
+    counts = [int(c) + 1 for c in match.groups() if c is not None]
+    return any(c in _MNEMONIC_LENGTHS for c in counts)
+
+
 def pattern_asks_for_secret(pattern: str) -> bool:
-    """A `pattern` that only a credential satisfies (a vendor prefix, a key block, a long token, a card)."""
+    """A `pattern` that only a credential satisfies (a vendor prefix, a key block, a long token, a card,
+    a recovery phrase's word count)."""
     if "BEGIN" in pattern and "PRIVATE" in pattern:
+        return True
+    if "{" in pattern and "[a-z]" in pattern and _mnemonic_pattern(pattern):
         return True
     literal = _PATTERN_PREFIX.match(pattern)
     if literal is not None:

@@ -176,6 +176,10 @@ _GENERIC_FIELD_WORDS: Final = frozenset({
 })
 
 
+_CODE_WORDS: Final = frozenset({"code", "codes", "codigo", "código", "code", "kod", "kód", "kodu", "код", "pin", "otp",
+                                 "tan", "码", "コード", "코드", "rmz", "رمز"})
+
+
 def _postal(*texts: str) -> bool:
     return any(text and _POSTAL.search(normalize_text(text)) for text in texts)
 
@@ -438,7 +442,10 @@ class SensitiveFieldDetector:
     @staticmethod
     def _identity(field: _Field) -> bool:
         text = field.title or field.name
-        return bool(_IDENTITY.find_matches_as_indexes(squash(normalize_text(text))))
+        if not _IDENTITY.find_matches_as_indexes(squash(normalize_text(text))):
+            return False
+        # "Code from the email", "SMS-Code": the channel a code came by, not the user's address.
+        return _CODE_WORDS.isdisjoint(words_of(text))
 
     @staticmethod
     def _generic(field: _Field) -> bool:

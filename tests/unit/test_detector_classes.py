@@ -735,3 +735,70 @@ def test_letter_variants_fold_together() -> None:
     assert normalize_text("ᲞᲐᲠᲝᲚᲘ") == normalize_text("პაროლი")
     # Words of other scripts keep the shared fold of both cases.
     assert normalize_text("ΚΩΔΙΚΟΣ") == normalize_text("κωδικός")
+
+
+# Asks missed at first sight on blind set 3, by class; every example new.
+MISSED_CLASS_ASKS = [
+    # Loanwords written in another script (transliterations) and romanized native words.
+    ("transliteration", field("Ваш пасуърд")),
+    ("transliteration", field("Введите пасворд")),
+    ("transliteration", field("Сид фраза од 24 речи")),
+    ("transliteration", field("Ο πάσγουορντ σας")),
+    ("transliteration", field("الباسوورد الجديد")),
+    ("transliteration", field("Jumin deungnok beonho dwitjari")),
+    ("transliteration", field("Lek prachachon 13 lak")),
+    ("transliteration", field("Unga attai en")),
+    ("transliteration", field("Ilagay ang otipi")),
+    ("transliteration", field("Ra2m serri taba3ak")),
+    # Homophone and spelling slips of short CJK and Devanagari nouns.
+    ("typo", field("请输入秘码")),
+    ("typo", field("वॉलेट की प्राइवेट कि")),
+    # Korean bank security cards, phone unlock patterns.
+    ("bank_card", field("보안카드 07번 뒤 2자리")),
+    ("unlock_pattern", field("Your screen lock pattern, as dot numbers")),
+    ("unlock_pattern", field("휴대폰 잠금 패턴")),
+    # Session cookies are bearer credentials.
+    ("cookie", field("Session cookie", "Copy it from the browser's developer tools")),
+    ("cookie", field("登录 Cookie")),
+    # UK-bank memorable information.
+    ("memorable", field("Memorable word")),
+    # Descriptions: codes that arrived by WhatsApp, digits on the back of the card, an authenticator's
+    # digits, digits typed to open an app.
+    ("description", field("El código que te llegó por WhatsApp")),
+    ("description", field("Os números que chegaram por SMS")),
+    ("description", field("An cód a seoladh chugat")),
+    ("description", field("Card ke pichhe likhe 3 ank")),
+    ("description", field("Autentifikator ilovasidagi 8 xonali raqam")),
+    ("description", field("Angka yang kamu ketik saat membuka aplikasi")),
+    # The channel a code came by is no identity field: the message's ask points at it.
+    ("channel", form("We just emailed you a code.", code={"type": "string", "title": "Code from your email"})),
+    # Values: a credential's prefix named, an extended private key, a recovery phrase's word count.
+    ("prefix", field("OpenAI key", "It starts with sk-proj- and is shown once")),
+    ("prefix", field("Kunci", "Diawali Mid-server-, lihat dashboard")),
+    ("prefix", field("Schlüssel", "Beginnt mit tprv8ZgxMBicQKsPd...")),
+    ("mnemonic", {"mode": "form", "message": "Import", "requestedSchema": {"type": "object", "properties": {
+        "w": {"type": "string", "title": "Words", "pattern": "^[a-z]+( [a-z]+){11}$"}}}}),
+    ("mnemonic", {"mode": "form", "message": "Restaurar", "requestedSchema": {"type": "object", "properties": {
+        "w": {"type": "string", "title": "Copia", "pattern": "^(?:[a-z]{3,8}\\s){17}[a-z]{3,8}$"}}}}),
+]
+MISSED_CLASS_HARMLESS = [
+    field("Server key fingerprint"),
+    field("Cookie preferences"),
+    field("Session cookie name"),
+    field("Unlock pattern hint"),
+    field("Card ke peeche ka design kaisa hai?"),
+    field("Project slug", "e.g. my-proj-1"),
+    {"mode": "form", "message": "Haiku", "requestedSchema": {"type": "object", "properties": {
+        "w": {"type": "string", "title": "Three words", "pattern": "^([a-z]+ ){2}[a-z]+$"}}}},
+]
+
+
+@pytest.mark.parametrize(("cls", "params"), MISSED_CLASS_ASKS,
+                         ids=[f"{c}-{i}" for i, (c, _) in enumerate(MISSED_CLASS_ASKS)])
+def test_blind3_missed_classes_are_blocked(cls: str, params: dict[str, Any]) -> None:
+    assert blocked(params), (cls, params)
+
+
+@pytest.mark.parametrize("params", MISSED_CLASS_HARMLESS)
+def test_blind3_missed_class_neighbours_pass(params: dict[str, Any]) -> None:
+    assert not blocked(params), (params, DETECTOR.find(params))
