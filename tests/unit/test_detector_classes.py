@@ -802,3 +802,27 @@ def test_blind3_missed_classes_are_blocked(cls: str, params: dict[str, Any]) -> 
 @pytest.mark.parametrize("params", MISSED_CLASS_HARMLESS)
 def test_blind3_missed_class_neighbours_pass(params: dict[str, Any]) -> None:
     assert not blocked(params), (params, DETECTOR.find(params))
+
+
+# Languages added after blind set 3: Afrikaans, Zulu, Somali, Guarani.
+NEW_LANGUAGE_ASKS = [
+    field("Nuwe wagwoord"),
+    field("Identiteitsnommer", "13 syfers"),
+    field("Eenmalige kode"),
+    field("Faka iphasiwedi yakho"),
+    field("Inombolo yomazisi"),
+    field("Geli erayga sirta"),
+    field("Lambarka sirta ah ee kaarka"),
+    field("Ehai ne ñe'ẽñemi"),
+]
+
+
+@pytest.mark.parametrize("params", NEW_LANGUAGE_ASKS)
+def test_new_language_asks_are_blocked(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+@pytest.mark.parametrize("title", ["Naam van die kaart", "Hoeveel herstelkodes het jy oor?", "Igama lakho",
+                                   "Magacaaga"])
+def test_new_language_harmless_titles_pass(title: str) -> None:
+    assert not blocked(field(title)), title
