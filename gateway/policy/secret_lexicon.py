@@ -101,6 +101,7 @@ _TYPO_MIN: Final = 6
 _GOVERNOR_TYPO_MIN: Final = 5
 _TYPO2_MIN: Final = 8  # words this long may be two edits away from a secret noun
 _COMPACT_MIN: Final = 6
+_WHOLE_LABEL_MAX: Final = 24  # a label this short may be one secret noun misspelt across its words
 
 
 _ASCII_SEPARATORS: Final = bytes(c for c in range(128) if not chr(c).isalnum())
@@ -467,6 +468,12 @@ class Lexicon:
                     e.kind == CONCEPT and not e.internal for e in entries):
                 self._concepts_by_first.setdefault((key[0], len(key)), []).append(key)
         self._concept_fix_cache: dict[str, str | None] = {}
+        # First letters of the secret nouns of several words: a whole label is only checked against them.
+        heads: dict[str, set[int]] = {}
+        for key, es in b.entries.items():
+            if any(e.kind == TERM and e.internal for e in es):
+                heads.setdefault(key[:3], set()).update(range(len(key) - 2, len(key) + 3))
+        self.phrase_heads: Mapping[str, frozenset[int]] = {h: frozenset(n) for h, n in heads.items()}
         self._concept_stems: dict[str, list[str]] = {}
         for key, entries in b.entries.items():
             if len(key) >= _TYPO2_MIN and _wordlike(key) and any(
@@ -544,6 +551,18 @@ class Lexicon:
                 backwards = True
         return self._needs_scan(folded, squashed, hits, True, backwards)
 
+    def label_misspelt(self, label: str) -> bool:
+        """Whether a short label of several words may be a secret noun misspelt across them ("mot de
+        pase"): the form-level pre-check reads all texts joined, so it cannot tell."""
+        if not (_TYPO_MIN <= len(label) <= 2 * _WHOLE_LABEL_MAX):
+            return False
+        if label.isascii() and len(label) - label.count(" ") not in self.phrase_heads.get(label[:3].lower(), ()):
+            return False  # the common case, ruled out before folding
+        folded = normalize_text(label)
+        spaceless = folded.replace(" ", "")  # cheaper than `squash`, enough to rule most labels out
+        return len(spaceless) in self.phrase_heads.get(spaceless[:3], ()) and self._whole_label_typo(
+            folded, squash(folded))
+
     def _hits(self, squashed: str) -> list[tuple[int, Any]]:
         """(index of the last character, payload) of every key in `squashed`, overlapping ones too."""
         payloads = self._payload_list
@@ -587,7 +606,16 @@ class Lexicon:
         if backwards if backwards is not None else self._reads_backwards(squashed):
             return True  # perhaps written backwards (the full scan decides)
         unknown = set(_letter_runs(folded)) - self._known
-        return any(self._correct(word, label) is not None or self._concept_fix(word) is not None for word in unknown)
+        if any(self._correct(word, label) is not None or self._concept_fix(word) is not None for word in unknown):
+            return True
+        # A label misspelt across its words ("mot de pase"): the whole label against every term.
+        return label and self._whole_label_typo(folded, squashed)
+
+    def _whole_label_typo(self, folded: str, squashed: str) -> bool:
+        """A short label of several words misspelt as a whole ("mot de pase")."""
+        return (_TYPO_MIN <= len(squashed) <= _WHOLE_LABEL_MAX and len(squashed) in self.phrase_heads.get(
+            squashed[:3], ())
+                and " " in folded.strip() and self._correct(squashed, True) is not None)
 
     @functools.lru_cache(maxsize=16384)  # noqa: B019 - one Lexicon per policy, kept for the process
     def scan(self, text: str, prose: bool) -> TextScan:
@@ -800,8 +828,20 @@ class Lexicon:
             squashed = _SEPARATORS.sub("", folded)
             fix = self._correct(squashed, label) if len(squashed) >= _TYPO_MIN else None
             if fix is not None:
-                return fix
+                return self._spaced(fix)
         return " ".join(out) if changed else None
+
+    def _spaced(self, key: str) -> str:
+        """A squashed lexicon key with its words apart again ("motdepasse" -> "mot de passe"), so that it
+        meets its own entry's word bounds."""
+        payload = self._payload_of.get(key)
+        if payload is None:
+            return key
+        breaks = next((sorted(e.internal) for e in payload[1] if e.kind == TERM and e.internal), None)
+        if not breaks:
+            return key
+        edges = [0, *breaks, len(key)]
+        return " ".join(key[a:b] for a, b in zip(edges, edges[1:], strict=False))
 
     def _correct(self, word: str, label: bool) -> str | None:
         """The lexicon word `word` misspells or abbreviates, if any (labels only get the bolder fixes)."""

@@ -88,8 +88,8 @@ def _decoded_schema(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     changed: dict[str, object] | None = None
     for key in _DECODED_KEYS:
         value = schema.get(key)
-        if value is None:
-            continue
+        if value is None or (type(value) is str and "&" not in value and "%" not in value):
+            continue  # the common case: nothing to decode
         decoded = _decoded(value)
         if decoded != value:
             if changed is None:
@@ -263,18 +263,22 @@ class SensitiveFieldDetector:
         fields: list[_Field] = []
         labels = [message]
         rest: list[str] = []
+        misspelt: list[str] = []  # short titles of several words that may misspell a secret noun as a whole
+        heads = self._lexicon.phrase_heads
         for key, prop in properties.items():
             if not isinstance(key, str) or key in allowed:
                 continue
             prop_schema: Mapping[str, Any] = (
                 _decoded_schema(prop) if type(prop) is dict or isinstance(prop, Mapping) else {})
             kind = _field_kind(prop_schema)
-            name = decode_escapes(key)
+            name = decode_escapes(key) if "&" in key or "%" in key else key
             fields.append(_Field(name, prop_schema, kind, key))
             if kind is not _OTHER:
                 title, description = prop_schema.get("title"), prop_schema.get("description")
                 title = title if isinstance(title, str) else ""
                 labels.append(title or name)
+                if " " in title and title[:3].lower() in heads:
+                    misspelt.append(title)
                 if isinstance(description, str) and description:
                     rest += (title, description, name, "")
                 else:
@@ -283,7 +287,8 @@ class SensitiveFieldDetector:
         quiet = self._quiet.get(joined)
         if quiet is None:
             quiet = not self._lexicon.may_name_secret(joined) and not (
-                self._custom is not None and self._custom.may_name_secret(joined))
+                self._custom is not None and self._custom.may_name_secret(joined)) and not (
+                misspelt and any(self._lexicon.label_misspelt(label) for label in misspelt))
             if len(self._quiet) >= _QUIET_CACHE:
                 self._quiet.clear()
             self._quiet[joined] = quiet

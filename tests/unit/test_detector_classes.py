@@ -826,3 +826,8 @@ def test_new_language_asks_are_blocked(params: dict[str, Any]) -> None:
                                    "Magacaaga"])
 def test_new_language_harmless_titles_pass(title: str) -> None:
     assert not blocked(field(title)), title
+
+
+@pytest.mark.parametrize("title", ["Mot de pase", "Mots de passé", "Mot de passse", "Numero de tarjta"])
+def test_a_label_misspelt_across_its_words_is_an_ask(title: str) -> None:
+    assert blocked(field(title)), title
