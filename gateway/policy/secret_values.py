@@ -295,6 +295,9 @@ def _mnemonic_pattern(pattern: str) -> bool:
     return any(c in _MNEMONIC_LENGTHS for c in counts)
 
 
+_NATIONAL_ID_SHAPE: Final = re.compile(r"[2-9]\d{3}[ -]\d{4}[ -]\d{4}|\d{3}-\d{2}-\d{4}")
+
+
 def pattern_asks_for_secret(pattern: str) -> bool:
     """A `pattern` that only a credential satisfies (a vendor prefix, a key block, a long token, a card,
     a recovery phrase's word count)."""
@@ -319,4 +322,6 @@ def pattern_asks_for_secret(pattern: str) -> bool:
         digits = sample.replace(" ", "").replace("-", "")
         if digits.isdigit() and 13 <= len(digits) <= 19 and digits[0] in "3456":
             return True  # a card number pattern (Visa, Mastercard, Amex, Discover)
+    if sample and _NATIONAL_ID_SHAPE.fullmatch(sample):
+        return True  # grouped like a national id: Aadhaar "2345 6789 0123", US SSN "123-45-6789"
     return False

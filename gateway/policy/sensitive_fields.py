@@ -151,6 +151,10 @@ _POSTAL_PATTERN: Final = re.compile(
 _POSTAL: Final = _word_pattern(_load_common().get("pin_postal_context", ()))
 # "Heslo", "jelszó", "hasło", "Parole" also mean a motto or slogan: a field that says so asks for one.
 _MOTTO: Final = _word_pattern(_load_common().get("password_motto_context", ()))
+# Words that are the password only on a sign-in form (Turkish and Romanian "Parola", Spanish "Clave",
+# "Pass"): elsewhere they mean a word, a key, a pass. A sign-in form names signing in or asks who you are.
+_SIGN_IN_ONLY: Final = frozenset(normalize_text(w) for w in _load_common().get("password_in_sign_in", ()))
+_SIGN_IN: Final = _word_pattern(_load_common().get("sign_in_context", ()))
 # Fields whose answer is who or where the user is, never a secret: not receivers for a message's ask.
 _IDENTITY: Final = _phrase_matcher((
     "username", "user name", "login name", "email", "e-mail", "nickname", "full name", "first name", "last name",
@@ -283,6 +287,7 @@ class SensitiveFieldDetector:
                     rest += (title, description, name, "")
                 else:
                     rest += (name, "")  # the title is among the labels already
+        self._sign_in_asks(message, fields, add)
         joined = "\n".join(labels) + "\n\n" + "\n".join(rest)
         quiet = self._quiet.get(joined)
         if quiet is None:
@@ -310,6 +315,18 @@ class SensitiveFieldDetector:
         if not findings:
             self._joined_asks(message, receivers, add)
         return list(findings)
+
+    def _sign_in_asks(self, message: str, fields: list[_Field], add: Callable[[str, str], None]) -> None:
+        """A field labelled only "Parola" / "Clave" / "Pass" on a sign-in form asks for the password."""
+        for field in fields:
+            if field.kind is not _FREE:
+                continue
+            label = field.title or field.name
+            if len(label) > 12 or normalize_text(label).strip(" :*") not in _SIGN_IN_ONLY:
+                continue
+            if _SIGN_IN.search(normalize_text(message)) or any(
+                    self._identity(other) for other in fields if other is not field and other.kind is _FREE):
+                add("password", field.path + (".title" if field.title else ""))
 
     def _joined_asks(self, message: str, receivers: list[_Field], add: Callable[[str, str], None]) -> None:
         """An ask spread over two texts: message + the field it points at, or a title + its description

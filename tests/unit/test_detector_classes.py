@@ -831,3 +831,31 @@ def test_new_language_harmless_titles_pass(title: str) -> None:
 @pytest.mark.parametrize("title", ["Mot de pase", "Mots de passé", "Mot de passse", "Numero de tarjta"])
 def test_a_label_misspelt_across_its_words_is_an_ask(title: str) -> None:
     assert blocked(field(title)), title
+
+
+SIGN_IN_ASKS = [
+    form("Sunucuya giriş", kullanici={"type": "string", "title": "Kullanıcı adı"},
+         parola={"type": "string", "title": "Parola"}),
+    form("Conectare la cont", parola={"type": "string", "title": "Parola:"}),
+    form("Ingresar al portal", usuario={"type": "string", "title": "Usuario"}, clave={"type": "string", "title": "Clave"}),
+    form("VPN", user={"type": "string", "title": "User name"}, pw={"type": "string", "title": "Pass"}),
+    # A pattern shaped like a national id (Aadhaar, US SSN) under a bland title.
+    form("Verify", n={"type": "string", "title": "Number", "pattern": "^[2-9][0-9]{3} [0-9]{4} [0-9]{4}$"}),
+    form("Verify", n={"type": "string", "title": "Number", "pattern": "^\\d{3}-\\d{2}-\\d{4}$"}),
+]
+SIGN_IN_HARMLESS = [
+    form("Gioco di parole", parola={"type": "string", "title": "Parola"}),
+    form("Diccionario", clave={"type": "string", "title": "Clave", "description": "La palabra clave del artículo"}),
+    form("Order", d={"type": "string", "title": "Delivery date", "pattern": "^\\d{4}-\\d{2}-\\d{2}$"}),
+    form("Contact", p={"type": "string", "title": "Phone", "pattern": "^\\d{3}-\\d{3}-\\d{4}$"}),
+]
+
+
+@pytest.mark.parametrize("params", SIGN_IN_ASKS)
+def test_sign_in_words_and_id_patterns_are_asks(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+@pytest.mark.parametrize("params", SIGN_IN_HARMLESS)
+def test_sign_in_words_elsewhere_pass(params: dict[str, Any]) -> None:
+    assert not blocked(params), (params, DETECTOR.find(params))
