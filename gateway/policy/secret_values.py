@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from typing import Final
 
-__all__ = ["looks_like_secret", "pattern_asks_for_secret", "pattern_sample", "text_shows_secret", "value_secret_kind"]
+__all__ = ["hex_key_shown", "looks_like_secret", "pattern_asks_for_secret", "pattern_sample", "text_shows_secret", "value_secret_kind"]
 
 
 def _detect_secrets_patterns() -> list[str]:
@@ -189,9 +189,20 @@ def value_secret_kind(value: str, context: str = "") -> str | None:
         token = match.group(0)
         if _high_entropy(token):
             return "secret_value"
-        if len(token) >= 32 and _HEX.fullmatch(token) and not _UUID.search(token) and not _HASH_WORDS.search(context):
+        hex_body = token[2:] if token[:2] in ("0x", "0X") else token
+        if len(hex_body) >= 32 and _HEX.fullmatch(hex_body) and not _UUID.search(hex_body) \
+                and not _HASH_WORDS.search(context):
             return "secret_value"
     return None
+
+
+_HEX_KEY: Final = re.compile(r"(?<![0-9A-Za-z])(?:0[xX])?[0-9a-fA-F]{64}(?![0-9A-Za-z])")
+
+
+def hex_key_shown(text: str, context: str) -> bool:
+    """Prose that shows a 256-bit hex key ("e.g. 0x4c08...", a wallet's private key), in a field whose
+    texts say nothing of hashes, checksums or ids."""
+    return len(text) >= 64 and _HEX_KEY.search(text) is not None and not _HASH_WORDS.search(context)
 
 
 def looks_like_secret(value: str) -> bool:

@@ -859,3 +859,23 @@ def test_sign_in_words_and_id_patterns_are_asks(params: dict[str, Any]) -> None:
 @pytest.mark.parametrize("params", SIGN_IN_HARMLESS)
 def test_sign_in_words_elsewhere_pass(params: dict[str, Any]) -> None:
     assert not blocked(params), (params, DETECTOR.find(params))
+
+
+HEX = "5b2e8c41d9a07f36e1c4b8d2a6f09e7c3d5a1b8e4f2c6d9a0b7e3c1f5a8d2e6b"
+
+
+@pytest.mark.parametrize("params", [
+    form("Wallet import", k={"type": "string", "title": "Account key", "default": "0x" + HEX}),
+    form("Portefeuille", k={"type": "string", "title": "Clé", "description": f"Exemple : 0x{HEX}"}),
+    form("Wallet", k={"type": "string", "title": "Schlüssel", "description": f"z. B. {HEX}"}),
+])
+def test_a_256_bit_hex_key_shown_is_an_ask(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+@pytest.mark.parametrize("params", [
+    form("Explorer", h={"type": "string", "title": "Transaction hash", "description": f"e.g. 0x{HEX}"}),
+    form("Release", c={"type": "string", "title": "SHA-256 checksum", "default": HEX}),
+])
+def test_a_hex_digest_shown_is_not_an_ask(params: dict[str, Any]) -> None:
+    assert not blocked(params), (params, DETECTOR.find(params))
