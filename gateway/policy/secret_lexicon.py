@@ -30,7 +30,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
-from itertools import accumulate
+from itertools import accumulate, pairwise
 from typing import Any, Final, NamedTuple
 
 import ahocorasick_rs
@@ -841,7 +841,7 @@ class Lexicon:
         if not breaks:
             return key
         edges = [0, *breaks, len(key)]
-        return " ".join(key[a:b] for a, b in zip(edges, edges[1:], strict=False))
+        return " ".join(key[a:b] for a, b in pairwise(edges))
 
     def _correct(self, word: str, label: bool) -> str | None:
         """The lexicon word `word` misspells or abbreviates, if any (labels only get the bolder fixes)."""

@@ -20,7 +20,8 @@ import re
 from collections import Counter
 from typing import Final
 
-__all__ = ["hex_key_shown", "looks_like_secret", "pattern_asks_for_secret", "pattern_sample", "text_shows_secret", "value_secret_kind"]
+__all__ = ["hex_key_shown", "looks_like_secret", "pattern_asks_for_secret", "pattern_sample", "text_shows_secret",
+           "value_secret_kind"]
 
 
 def _detect_secrets_patterns() -> list[str]:

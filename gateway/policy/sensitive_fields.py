@@ -93,8 +93,8 @@ def _decoded_schema(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     changed: dict[str, object] | None = None
     for key in _DECODED_KEYS:
         value = schema.get(key)
-        if value is None or (type(value) is str and "&" not in value and "%" not in value):
-            continue  # the common case: nothing to decode
+        if value is None:
+            continue
         decoded = _decoded(value)
         if decoded != value:
             if changed is None:
@@ -159,6 +159,7 @@ _MOTTO: Final = _word_pattern(_load_common().get("password_motto_context", ()))
 # Words that are the password only on a sign-in form (Turkish and Romanian "Parola", Spanish "Clave",
 # "Pass"): elsewhere they mean a word, a key, a pass. A sign-in form names signing in or asks who you are.
 _SIGN_IN_ONLY: Final = frozenset(normalize_text(w) for w in _load_common().get("password_in_sign_in", ()))
+_SIGN_IN_INITIALS: Final = frozenset(w[:1] for w in _SIGN_IN_ONLY)
 _SIGN_IN: Final = _word_pattern(_load_common().get("sign_in_context", ()))
 # Fields whose answer is who or where the user is, never a secret: not receivers for a message's ask.
 _IDENTITY: Final = _phrase_matcher((
@@ -185,7 +186,7 @@ _GENERIC_FIELD_WORDS: Final = frozenset({
 })
 
 
-_CODE_WORDS: Final = frozenset({"code", "codes", "codigo", "código", "code", "kod", "kód", "kodu", "код", "pin", "otp",
+_CODE_WORDS: Final = frozenset({"code", "codes", "codigo", "código", "kod", "kód", "kodu", "код", "pin", "otp",
                                  "tan", "码", "コード", "코드", "rmz", "رمز"})
 
 
@@ -254,46 +255,25 @@ class SensitiveFieldDetector:
     def _find(self, params: Mapping[str, Any]) -> list[SensitiveFinding]:
         if not (type(params) is dict or isinstance(params, Mapping)):
             return []
-        # Every text is read as a user agent would render it: HTML references and percent-escapes decoded.
-        message = decode_escapes(_text(params.get("message")))
+        message = _text(params.get("message"))
         findings: dict[SensitiveFinding, None] = {}
 
         def add(category: str, location: str) -> None:
             findings.setdefault(SensitiveFinding(category, location), None)
 
-        # One pass over the fields: their kinds, and all texts in one string, in an order that puts every
-        # pair a word can be split across side by side (message + first label, label + next label, title +
-        # description): separators vanish when the matcher squashes the string, so a split noun shows too.
         schema = params.get("requestedSchema")
         properties = schema.get("properties") if type(schema) is dict or isinstance(schema, Mapping) else None
         if not (type(properties) is dict or isinstance(properties, Mapping)):
             properties = {}
-        allowed = self._allowed
-        fields: list[_Field] = []
-        labels = [message]
-        rest: list[str] = []
-        misspelt: list[str] = []  # short titles of several words that may misspell a secret noun as a whole
-        heads = self._lexicon.phrase_heads
-        for key, prop in properties.items():
-            if not isinstance(key, str) or key in allowed:
-                continue
-            prop_schema: Mapping[str, Any] = (
-                _decoded_schema(prop) if type(prop) is dict or isinstance(prop, Mapping) else {})
-            kind = _field_kind(prop_schema)
-            name = decode_escapes(key) if "&" in key or "%" in key else key
-            fields.append(_Field(name, prop_schema, kind, key))
-            if kind is not _OTHER:
-                title, description = prop_schema.get("title"), prop_schema.get("description")
-                title = title if isinstance(title, str) else ""
-                labels.append(title or name)
-                if " " in title and title[:3].lower() in heads:
-                    misspelt.append(title)
-                if isinstance(description, str) and description:
-                    rest += (title, description, name, "")
-                else:
-                    rest += (name, "")  # the title is among the labels already
-        self._sign_in_asks(message, fields, add)
+        fields, labels, rest, misspelt = self._collect(properties, message, False)
         joined = "\n".join(labels) + "\n\n" + "\n".join(rest)
+        if "&" in joined or "%" in joined:
+            # Every text is read as a user agent would render it: HTML references and percent-escapes
+            # decoded (rarely needed: the check above is all the common path pays).
+            message = decode_escapes(message)
+            fields, labels, rest, misspelt = self._collect(properties, message, True)
+            joined = "\n".join(labels) + "\n\n" + "\n".join(rest)
+        self._sign_in_asks(message, fields, add)
         quiet = self._quiet.get(joined)
         if quiet is None:
             quiet = not self._lexicon.may_name_secret(joined) and not (
@@ -321,13 +301,47 @@ class SensitiveFieldDetector:
             self._joined_asks(message, receivers, add)
         return list(findings)
 
+    def _collect(self, properties: Mapping[Any, Any], message: str, decode: bool
+                 ) -> tuple[list[_Field], list[str], list[str], list[str]]:
+        """One pass over the fields: their kinds, and all texts in an order that puts every pair a word can
+        be split across side by side (message + first label, label + next label, title + description):
+        separators vanish when the matcher squashes the joined string, so a split noun shows too."""
+        allowed = self._allowed
+        fields: list[_Field] = []
+        labels = [message]
+        rest: list[str] = []
+        misspelt: list[str] = []  # short titles of several words that may misspell a secret noun as a whole
+        heads = self._lexicon.phrase_heads
+        for key, prop in properties.items():
+            if not isinstance(key, str) or key in allowed:
+                continue
+            prop_schema: Mapping[str, Any] = prop if type(prop) is dict or isinstance(prop, Mapping) else {}
+            name = key
+            if decode:
+                prop_schema = _decoded_schema(prop_schema)
+                name = decode_escapes(key)
+            kind = _field_kind(prop_schema)
+            fields.append(_Field(name, prop_schema, kind, key))
+            if kind is not _OTHER:
+                title, description = prop_schema.get("title"), prop_schema.get("description")
+                title = title if isinstance(title, str) else ""
+                labels.append(title or name)
+                if " " in title and title[:3].lower() in heads:
+                    misspelt.append(title)
+                if isinstance(description, str) and description:
+                    rest += (title, description, name, "")
+                else:
+                    rest += (name, "")  # the title is among the labels already
+        return fields, labels, rest, misspelt
+
     def _sign_in_asks(self, message: str, fields: list[_Field], add: Callable[[str, str], None]) -> None:
         """A field labelled only "Parola" / "Clave" / "Pass" on a sign-in form asks for the password."""
         for field in fields:
             if field.kind is not _FREE:
                 continue
             label = field.title or field.name
-            if len(label) > 12 or normalize_text(label).strip(" :*") not in _SIGN_IN_ONLY:
+            if len(label) > 12 or (label.isascii() and label[:1].lower() not in _SIGN_IN_INITIALS) \
+                    or normalize_text(label).strip(" :*") not in _SIGN_IN_ONLY:
                 continue
             if _SIGN_IN.search(normalize_text(message)) or any(
                     self._identity(other) for other in fields if other is not field and other.kind is _FREE):
@@ -426,6 +440,7 @@ class SensitiveFieldDetector:
             if isinstance(schema.get(key), str):
                 values.append(schema[key])
         context = " ".join((field.name, field.title, field.description))
+        values = [decode_escapes(v) if isinstance(v, str) else v for v in values]
         for value in values:
             kind = value_secret_kind(value, context) if isinstance(value, str) else None
             if kind is not None:
