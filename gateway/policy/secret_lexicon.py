@@ -468,11 +468,11 @@ class Lexicon:
                     e.kind == CONCEPT and not e.internal for e in entries):
                 self._concepts_by_first.setdefault((key[0], len(key)), []).append(key)
         self._concept_fix_cache: dict[str, str | None] = {}
-        # First letters of the secret nouns of several words: a whole label is only checked against them.
+        # First four letters of the secret nouns of several words: a whole label is only checked against them.
         heads: dict[str, set[int]] = {}
         for key, es in b.entries.items():
             if any(e.kind == TERM and e.internal for e in es):
-                heads.setdefault(key[:3], set()).update(range(len(key) - 2, len(key) + 3))
+                heads.setdefault(key[:4], set()).update(range(len(key) - 2, len(key) + 3))
         self.phrase_heads: Mapping[str, frozenset[int]] = {h: frozenset(n) for h, n in heads.items()}
         self._concept_stems: dict[str, list[str]] = {}
         for key, entries in b.entries.items():
@@ -556,11 +556,12 @@ class Lexicon:
         pase"): the form-level pre-check reads all texts joined, so it cannot tell."""
         if not (_TYPO_MIN <= len(label) <= 2 * _WHOLE_LABEL_MAX):
             return False
-        if label.isascii() and len(label) - label.count(" ") not in self.phrase_heads.get(label[:3].lower(), ()):
+        if label.isascii() and len(label) - label.count(" ") not in self.phrase_heads.get(
+                label[:5].replace(" ", "")[:4].lower(), ()):
             return False  # the common case, ruled out before folding
         folded = normalize_text(label)
         spaceless = folded.replace(" ", "")  # cheaper than `squash`, enough to rule most labels out
-        return len(spaceless) in self.phrase_heads.get(spaceless[:3], ()) and self._whole_label_typo(
+        return len(spaceless) in self.phrase_heads.get(spaceless[:4], ()) and self._whole_label_typo(
             folded, squash(folded))
 
     def _hits(self, squashed: str) -> list[tuple[int, Any]]:
@@ -614,7 +615,7 @@ class Lexicon:
     def _whole_label_typo(self, folded: str, squashed: str) -> bool:
         """A short label of several words misspelt as a whole ("mot de pase")."""
         return (_TYPO_MIN <= len(squashed) <= _WHOLE_LABEL_MAX and len(squashed) in self.phrase_heads.get(
-            squashed[:3], ())
+            squashed[:4], ())
                 and " " in folded.strip() and self._correct(squashed, True) is not None)
 
     @functools.lru_cache(maxsize=16384)  # noqa: B019 - one Lexicon per policy, kept for the process

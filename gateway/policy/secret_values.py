@@ -197,13 +197,23 @@ def value_secret_kind(value: str, context: str = "") -> str | None:
     return None
 
 
-_HEX_KEY: Final = re.compile(r"(?<![0-9A-Za-z])(?:0[xX])?[0-9a-fA-F]{64}(?![0-9A-Za-z])")
+_HEX_RUN: Final = re.compile(r"[0-9a-fA-F]{64,}")
 
 
 def hex_key_shown(text: str, context: str) -> bool:
     """Prose that shows a 256-bit hex key ("e.g. 0x4c08...", a wallet's private key), in a field whose
     texts say nothing of hashes, checksums or ids."""
-    return len(text) >= 64 and _HEX_KEY.search(text) is not None and not _HASH_WORDS.search(context)
+    if len(text) < 64:
+        return False
+    for match in _HEX_RUN.finditer(text):
+        start, end = match.span()
+        if end - start != 64 or (end < len(text) and text[end].isalnum()):
+            continue
+        if start > 0 and text[start - 1].isalnum() and not (
+                text[start - 2:start] in ("0x", "0X") and (start < 3 or not text[start - 3].isalnum())):
+            continue
+        return not _HASH_WORDS.search(context)
+    return False
 
 
 def looks_like_secret(value: str) -> bool:

@@ -326,7 +326,8 @@ class SensitiveFieldDetector:
                 title, description = prop_schema.get("title"), prop_schema.get("description")
                 title = title if isinstance(title, str) else ""
                 labels.append(title or name)
-                if " " in title and title[:3].lower() in heads:
+                if " " in title and len(title) - title.count(" ") in heads.get(
+                        title[:5].replace(" ", "")[:4].lower(), ()):
                     misspelt.append(title)
                 if isinstance(description, str) and description:
                     rest += (title, description, name, "")
