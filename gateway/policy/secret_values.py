@@ -103,8 +103,9 @@ _MAYBE: Final = re.compile(r"[A-Za-z0-9+/=_\-.:]{10,}|BEGIN|eyJ")
 _CREDENTIAL_CHARS: Final = bytes(c if chr(c).isalnum() or chr(c) in "+/=_-.:" else 32 for c in range(256))
 
 
-def text_shows_secret(text: str) -> bool:
-    """Prose (a description, a title) that shows a credential-shaped example."""
+def text_shows_secret(text: str, hex_context: str | None = None) -> bool:
+    """Prose (a description, a title) that shows a credential-shaped example; with `hex_context` (the
+    field's texts), a 256-bit hex key too (`hex_key_shown`)."""
     if len(text) < 10:
         return False
     if ("-" in text or "_" in text or "prv" in text) and _NAMED_PREFIX.search(text):
@@ -121,7 +122,8 @@ def text_shows_secret(text: str) -> bool:
         else:
             return False  # no token a credential could hide in (only plain words)
     return bool(_PEM.search(text) or _JWT.search(text) or _prefixed(text) or _VENDOR.search(text)
-                or any(_random_key(m.group(0)) for m in _LONG_TOKEN.finditer(text)))
+                or any(_random_key(m.group(0)) for m in _LONG_TOKEN.finditer(text))
+                or (hex_context is not None and hex_key_shown(text, hex_context)))
 
 
 # A long random string shown as an example in prose ("e.g. XqY/PYkSn+wkndOZ...", an AWS secret access key):

@@ -44,12 +44,7 @@ from gateway.policy.secret_lexicon import (
     squash,
     words_of,
 )
-from gateway.policy.secret_values import (
-    hex_key_shown,
-    pattern_asks_for_secret,
-    text_shows_secret,
-    value_secret_kind,
-)
+from gateway.policy.secret_values import pattern_asks_for_secret, text_shows_secret, value_secret_kind
 from gateway.policy.text_normalization import decode_escapes, normalize_text
 
 __all__ = ["CATEGORIES", "SensitiveFieldDetector", "SensitiveFinding"]
@@ -284,7 +279,7 @@ class SensitiveFieldDetector:
             self._quiet[joined] = quiet
         if quiet:
             # No text of the form can name a secret (the common case): only the markers and values remain.
-            shows = text_shows_secret(joined) or hex_key_shown(joined, "")
+            shows = text_shows_secret(joined, "")
             for field in fields:
                 if field.kind is _FREE and (shows or not _MARKER_KEYS.isdisjoint(field.schema)):
                     self._marker_asks(field, add, shows)
@@ -452,7 +447,7 @@ class SensitiveFieldDetector:
             add("secret_value", f"{path}.pattern")
         for key in ("title", "description"):
             text = schema.get(key)
-            if isinstance(text, str) and (text_shows_secret(text) or hex_key_shown(text, context)):
+            if isinstance(text, str) and text_shows_secret(text, context):
                 add("secret_value", f"{path}.{key}")
 
     def _live_message(self, message: str) -> str:
