@@ -879,3 +879,10 @@ def test_a_256_bit_hex_key_shown_is_an_ask(params: dict[str, Any]) -> None:
 ])
 def test_a_hex_digest_shown_is_not_an_ask(params: dict[str, Any]) -> None:
     assert not blocked(params), (params, DETECTOR.find(params))
+
+
+def test_encoded_values_are_decoded_too() -> None:
+    secret = "sk_live_" + "x" * 24  # a placeholder body: only the prefix shows the credential
+    encoded = secret.replace("_", "&#95;")
+    assert blocked(form("Billing", k={"type": "string", "title": "Value", "default": encoded}))
+    assert blocked(form("Billing", k={"type": "string", "title": "Value", "examples": [secret.replace("_", "%5F")]}))
