@@ -144,7 +144,7 @@ def _word_pattern(phrases: Sequence[str]) -> re.Pattern[str]:
 
 
 # The Indian postal PIN code: six digits, the first one never 0, often with the region's leading
-# digits written out ("^78\\d{4}$" for Assam, "^11[0-9]{4}$" for Delhi).
+# digits written out (`^78\d{4}$` for Assam, `^11[0-9]{4}$` for Delhi).
 _POSTAL_PATTERN: Final = re.compile(
     r"\^?(?:(?:\[1-9\]|\\d)(?:\[0-9\]|\\d)\{5\}"
     r"|[1-9](?:\[0-9\]|\\d)\{5\}|[1-9]\d(?:\[0-9\]|\\d)\{4\}|[1-9]\d\d(?:\[0-9\]|\\d)\{3\})\$?")
@@ -182,7 +182,7 @@ _GENERIC_FIELD_WORDS: Final = frozenset({
 
 
 _CODE_WORDS: Final = frozenset({"code", "codes", "codigo", "código", "kod", "kód", "kodu", "код", "pin", "otp",
-                                 "tan", "码", "コード", "코드", "rmz", "رمز"})
+                                 "tan", "码", "コード", "코드", "رمز"})
 
 
 def _postal(*texts: str) -> bool:
