@@ -30,13 +30,13 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
-from itertools import accumulate
+from itertools import accumulate, pairwise
 from typing import Any, Final, NamedTuple
 
 import ahocorasick_rs
 from rapidfuzz.distance import OSA
 
-from gateway.policy.text_normalization import CAMEL_MARK, camel_marked, normalize_text, undo_overrides
+from gateway.policy.text_normalization import CAMEL_MARK, ascii_capitals, camel_marked, normalize_text, undo_overrides
 
 __all__ = [
     "DESCRIBED",
@@ -101,6 +101,7 @@ _TYPO_MIN: Final = 6
 _GOVERNOR_TYPO_MIN: Final = 5
 _TYPO2_MIN: Final = 8  # words this long may be two edits away from a secret noun
 _COMPACT_MIN: Final = 6
+_WHOLE_LABEL_MAX: Final = 24  # a label this short may be one secret noun misspelt across its words
 
 
 _ASCII_SEPARATORS: Final = bytes(c for c in range(128) if not chr(c).isalnum())
@@ -467,6 +468,12 @@ class Lexicon:
                     e.kind == CONCEPT and not e.internal for e in entries):
                 self._concepts_by_first.setdefault((key[0], len(key)), []).append(key)
         self._concept_fix_cache: dict[str, str | None] = {}
+        # First four letters of the secret nouns of several words: a whole label is only checked against them.
+        heads: dict[str, set[int]] = {}
+        for key, es in b.entries.items():
+            if any(e.kind == TERM and e.internal for e in es):
+                heads.setdefault(key[:4], set()).update(range(len(key) - 2, len(key) + 3))
+        self.phrase_heads: Mapping[str, frozenset[int]] = {h: frozenset(n) for h, n in heads.items()}
         self._concept_stems: dict[str, list[str]] = {}
         for key, entries in b.entries.items():
             if len(key) >= _TYPO2_MIN and _wordlike(key) and any(
@@ -523,6 +530,10 @@ class Lexicon:
         """False when no part of `text` can name a secret: no phrase, no misspelt term, no leetspeak,
         nothing reversed. A cheap pre-check over all of a form's texts joined; a True needs the full
         `scan` per text."""
+        if not text.isascii():
+            capitals = ascii_capitals(text)
+            if capitals != text and self.may_name_secret(capitals):
+                return True
         folded = normalize_text(text)
         if _may_be_leet(folded):
             return True
@@ -539,6 +550,19 @@ class Lexicon:
             else:
                 backwards = True
         return self._needs_scan(folded, squashed, hits, True, backwards)
+
+    def label_misspelt(self, label: str) -> bool:
+        """Whether a short label of several words may be a secret noun misspelt across them ("mot de
+        pase"): the form-level pre-check reads all texts joined, so it cannot tell."""
+        if not (_TYPO_MIN <= len(label) <= 2 * _WHOLE_LABEL_MAX):
+            return False
+        if label.isascii() and len(label) - label.count(" ") not in self.phrase_heads.get(
+                label[:5].replace(" ", "")[:4].lower(), ()):
+            return False  # the common case, ruled out before folding
+        folded = normalize_text(label)
+        spaceless = folded.replace(" ", "")  # cheaper than `squash`, enough to rule most labels out
+        return len(spaceless) in self.phrase_heads.get(spaceless[:4], ()) and self._whole_label_typo(
+            folded, squash(folded))
 
     def _hits(self, squashed: str) -> list[tuple[int, Any]]:
         """(index of the last character, payload) of every key in `squashed`, overlapping ones too."""
@@ -583,20 +607,35 @@ class Lexicon:
         if backwards if backwards is not None else self._reads_backwards(squashed):
             return True  # perhaps written backwards (the full scan decides)
         unknown = set(_letter_runs(folded)) - self._known
-        return any(self._correct(word, label) is not None or self._concept_fix(word) is not None for word in unknown)
+        if any(self._correct(word, label) is not None or self._concept_fix(word) is not None for word in unknown):
+            return True
+        # A label misspelt across its words ("mot de pase"): the whole label against every term.
+        return label and self._whole_label_typo(folded, squashed)
+
+    def _whole_label_typo(self, folded: str, squashed: str) -> bool:
+        """A short label of several words misspelt as a whole ("mot de pase")."""
+        return (_TYPO_MIN <= len(squashed) <= _WHOLE_LABEL_MAX and len(squashed) in self.phrase_heads.get(
+            squashed[:4], ())
+                and " " in folded.strip() and self._correct(squashed, True) is not None)
 
     @functools.lru_cache(maxsize=16384)  # noqa: B019 - one Lexicon per policy, kept for the process
     def scan(self, text: str, prose: bool) -> TextScan:
         """Categories `text` asks for and those it only mentions. Never raises on str input."""
         folded = normalize_text(camel_marked(text))
         readings = [folded]
+        # Capital look-alikes inside Latin words read as the capitals they imitate ("PΙΝ"): one more reading.
+        capitals = ascii_capitals(text) if not text.isascii() else text
+        if capitals is not text and capitals != text:
+            capital_reading = normalize_text(camel_marked(capitals))
+            if capital_reading != folded and self.may_name_secret(capitals):
+                readings.append(capital_reading)
         if _may_be_leet(folded):
             leet = _LEET_WORD.sub(lambda m: m.group(0).translate(_LEET), folded)
             if leet != folded:
                 readings.append(leet)
             if "1" in folded:
                 readings.append(_LEET_WORD.sub(lambda m: m.group(0).translate(_LEET_L).translate(_LEET), folded))
-        else:
+        elif len(readings) == 1:
             squashed = squash(folded)
             hits = self._hits(squashed)
             if not self._needs_scan(folded, squashed, hits, not prose):
@@ -790,8 +829,20 @@ class Lexicon:
             squashed = _SEPARATORS.sub("", folded)
             fix = self._correct(squashed, label) if len(squashed) >= _TYPO_MIN else None
             if fix is not None:
-                return fix
+                return self._spaced(fix)
         return " ".join(out) if changed else None
+
+    def _spaced(self, key: str) -> str:
+        """A squashed lexicon key with its words apart again ("motdepasse" -> "mot de passe"), so that it
+        meets its own entry's word bounds."""
+        payload = self._payload_of.get(key)
+        if payload is None:
+            return key
+        breaks = next((sorted(e.internal) for e in payload[1] if e.kind == TERM and e.internal), None)
+        if not breaks:
+            return key
+        edges = [0, *breaks, len(key)]
+        return " ".join(key[a:b] for a, b in pairwise(edges))
 
     def _correct(self, word: str, label: bool) -> str | None:
         """The lexicon word `word` misspells or abbreviates, if any (labels only get the bolder fixes)."""
@@ -1129,7 +1180,7 @@ _DOTTED_CAPITALS: Final = re.compile(r"(?<=\b[A-Z])\.(?=[A-Z]\b)")
 
 def _acronym_shown(key: str, original: str) -> bool:
     """A weak short term counts when written in capitals ("TAN", "DNI") or when it is the whole label."""
-    visible = _INVISIBLE.sub("", original)
+    visible = ascii_capitals(_INVISIBLE.sub("", original))
     if "." in visible:
         visible = _DOTTED_CAPITALS.sub("", visible)  # "C.F.", "N.I.F." are capitals too
     if re.search(rf"(?<![A-Za-z]){re.escape(key.upper())}(?![a-z])", visible):

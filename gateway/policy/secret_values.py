@@ -20,7 +20,8 @@ import re
 from collections import Counter
 from typing import Final
 
-__all__ = ["looks_like_secret", "pattern_asks_for_secret", "pattern_sample", "text_shows_secret", "value_secret_kind"]
+__all__ = ["hex_key_shown", "looks_like_secret", "pattern_asks_for_secret", "pattern_sample", "text_shows_secret",
+           "value_secret_kind"]
 
 
 def _detect_secrets_patterns() -> list[str]:
@@ -53,7 +54,13 @@ _PREFIXES: Final = (
     r"hf_", r"npm_", r"pypi-", r"dop_v1_", r"shp(?:at|ss|ca|pa)_", r"SG\.", r"sq0(?:atp|csp)-", r"EAA[A-Za-z]",
     r"AccountKey=", r"SharedAccessSignature", r"key-", r"pat_", r"secret_", r"ntn_", r"lin_api_", r"figd_",
     r"atlassian_", r"ATATT", r"dapi", r"xai-", r"gsk_", r"r8_", r"tskey-", r"hvs\.", r"s\.",
+    r"[xtyz]prv", r"xpriv", r"(?:SB-)?Mid-server-",
 )
+# A distinctive prefix named on its own ("starts with sk-proj-", "xprv…"): the text shows what a
+# credential looks like.
+_NAMED_PREFIX: Final = re.compile(
+    r"(?<![A-Za-z0-9])(?:sk-proj-|sk-ant-|sk_live_|sk_test_|rk_live_|ghp_|github_pat_|glpat-|xox[bpa]-|"
+    r"SB-Mid-server-|Mid-server-|[xtyz]prv|AGE-SECRET-KEY-)(?=$|[\s\"'”»)…]|\.\.\.)")
 _PREFIXED: Final = re.compile(
     rf"(?<![A-Za-z0-9])(?:{'|'.join(_PREFIXES)})[A-Za-z0-9_\-.*x•]{{8,}}"
 )
@@ -96,10 +103,13 @@ _MAYBE: Final = re.compile(r"[A-Za-z0-9+/=_\-.:]{10,}|BEGIN|eyJ")
 _CREDENTIAL_CHARS: Final = bytes(c if chr(c).isalnum() or chr(c) in "+/=_-.:" else 32 for c in range(256))
 
 
-def text_shows_secret(text: str) -> bool:
-    """Prose (a description, a title) that shows a credential-shaped example."""
+def text_shows_secret(text: str, hex_context: str | None = None) -> bool:
+    """Prose (a description, a title) that shows a credential-shaped example; with `hex_context` (the
+    field's texts), a 256-bit hex key too (`hex_key_shown`)."""
     if len(text) < 10:
         return False
+    if ("-" in text or "_" in text or "prv" in text) and _NAMED_PREFIX.search(text):
+        return True
     if text.isascii():
         # Byte-table split instead of a regex pass: tokens of credential characters, ten or longer.
         tokens = text.encode("ascii").translate(_CREDENTIAL_CHARS).split()
@@ -112,7 +122,8 @@ def text_shows_secret(text: str) -> bool:
         else:
             return False  # no token a credential could hide in (only plain words)
     return bool(_PEM.search(text) or _JWT.search(text) or _prefixed(text) or _VENDOR.search(text)
-                or any(_random_key(m.group(0)) for m in _LONG_TOKEN.finditer(text)))
+                or any(_random_key(m.group(0)) for m in _LONG_TOKEN.finditer(text))
+                or (hex_context is not None and hex_key_shown(text, hex_context)))
 
 
 # A long random string shown as an example in prose ("e.g. XqY/PYkSn+wkndOZ...", an AWS secret access key):
@@ -181,9 +192,30 @@ def value_secret_kind(value: str, context: str = "") -> str | None:
         token = match.group(0)
         if _high_entropy(token):
             return "secret_value"
-        if len(token) >= 32 and _HEX.fullmatch(token) and not _UUID.search(token) and not _HASH_WORDS.search(context):
+        hex_body = token[2:] if token[:2] in ("0x", "0X") else token
+        if len(hex_body) >= 32 and _HEX.fullmatch(hex_body) and not _UUID.search(hex_body) \
+                and not _HASH_WORDS.search(context):
             return "secret_value"
     return None
+
+
+_HEX_RUN: Final = re.compile(r"[0-9a-fA-F]{64,}")
+
+
+def hex_key_shown(text: str, context: str) -> bool:
+    """Prose that shows a 256-bit hex key ("e.g. 0x4c08...", a wallet's private key), in a field whose
+    texts say nothing of hashes, checksums or ids."""
+    if len(text) < 64:
+        return False
+    for match in _HEX_RUN.finditer(text):
+        start, end = match.span()
+        if end - start != 64 or (end < len(text) and text[end].isalnum()):
+            continue
+        if start > 0 and text[start - 1].isalnum() and not (
+                text[start - 2:start] in ("0x", "0X") and (start < 3 or not text[start - 3].isalnum())):
+            continue
+        return not _HASH_WORDS.search(context)
+    return False
 
 
 def looks_like_secret(value: str) -> bool:
@@ -271,9 +303,31 @@ def pattern_sample(pattern: str, limit: int = 400) -> str | None:
     return "".join(out)
 
 
+# A pattern of 12, 15, 18, 21 or 24 lower-case words: the length of a wallet's recovery phrase (BIP-39).
+_WORD: Final = r"\[a-z\](?:\+|\{\d+(?:,\d*)?\})"
+_GAP: Final = r"(?: |\\s|\[ \]|\\s\+| \+)"
+_MNEMONIC_PATTERN: Final = re.compile(
+    rf"\^?(?:\((?:\?:)?{_WORD}{_GAP}\)\{{(\d+)(?:,(\d+))?\}}{_WORD}"
+    rf"|{_WORD}\((?:\?:)?{_GAP}{_WORD}\)\{{(\d+)(?:,(\d+))?\}})\$?")
+
+
+def _mnemonic_pattern(pattern: str) -> bool:
+    match = _MNEMONIC_PATTERN.fullmatch(pattern)
+    if match is None:
+        return False
+    counts = [int(c) + 1 for c in match.groups() if c is not None]
+    return any(c in _MNEMONIC_LENGTHS for c in counts)
+
+
+_NATIONAL_ID_SHAPE: Final = re.compile(r"[2-9]\d{3}[ -]\d{4}[ -]\d{4}|\d{3}-\d{2}-\d{4}")
+
+
 def pattern_asks_for_secret(pattern: str) -> bool:
-    """A `pattern` that only a credential satisfies (a vendor prefix, a key block, a long token, a card)."""
+    """A `pattern` that only a credential satisfies (a vendor prefix, a key block, a long token, a card,
+    a recovery phrase's word count)."""
     if "BEGIN" in pattern and "PRIVATE" in pattern:
+        return True
+    if "{" in pattern and "[a-z]" in pattern and _mnemonic_pattern(pattern):
         return True
     literal = _PATTERN_PREFIX.match(pattern)
     if literal is not None:
@@ -292,4 +346,6 @@ def pattern_asks_for_secret(pattern: str) -> bool:
         digits = sample.replace(" ", "").replace("-", "")
         if digits.isdigit() and 13 <= len(digits) <= 19 and digits[0] in "3456":
             return True  # a card number pattern (Visa, Mastercard, Amex, Discover)
+    if sample and _NATIONAL_ID_SHAPE.fullmatch(sample):
+        return True  # grouped like a national id: Aadhaar "2345 6789 0123", US SSN "123-45-6789"
     return False

@@ -45,7 +45,7 @@ from gateway.policy.secret_lexicon import (
     words_of,
 )
 from gateway.policy.secret_values import pattern_asks_for_secret, text_shows_secret, value_secret_kind
-from gateway.policy.text_normalization import normalize_text
+from gateway.policy.text_normalization import decode_escapes, normalize_text
 
 __all__ = ["CATEGORIES", "SensitiveFieldDetector", "SensitiveFinding"]
 
@@ -70,6 +70,32 @@ _SENTENCE: Final = re.compile(r"[^.!?。！？]*(?:[.!?。！？]+\s*|$)")
 _VALUE_KEYS: Final = frozenset({"default", "examples", "example", "placeholder", "pattern"})
 _MARKER_KEYS: Final = _VALUE_KEYS | {"format", "writeOnly"}
 _CHOICE_KEYS: Final = frozenset({"enum", "oneOf", "anyOf", "const", "enumNames"})
+
+
+_DECODED_KEYS: Final = ("title", "description", "default", "examples", "example", "placeholder")
+
+
+def _decoded(value: object) -> object:
+    if isinstance(value, str):
+        return decode_escapes(value)
+    if isinstance(value, list):
+        return [decode_escapes(v) if isinstance(v, str) else v for v in value]
+    return value
+
+
+def _decoded_schema(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`schema` with its texts and values decoded (`decode_escapes`); the same object when nothing changes."""
+    changed: dict[str, object] | None = None
+    for key in _DECODED_KEYS:
+        value = schema.get(key)
+        if value is None:
+            continue
+        decoded = _decoded(value)
+        if decoded != value:
+            if changed is None:
+                changed = {}
+            changed[key] = decoded
+    return schema if changed is None else {**schema, **changed}
 
 
 def _field_kind(schema: Mapping[str, Any]) -> str:
@@ -117,11 +143,19 @@ def _word_pattern(phrases: Sequence[str]) -> re.Pattern[str]:
     return re.compile("|".join(parts))
 
 
-# The Indian postal PIN code: six digits, the first one never 0.
-_POSTAL_PATTERN: Final = re.compile(r"\^?(?:\[1-9\]|\\d)(?:\[0-9\]|\\d)\{5\}\$?")
+# The Indian postal PIN code: six digits, the first one never 0, often with the region's leading
+# digits written out (`^78\d{4}$` for Assam, `^11[0-9]{4}$` for Delhi).
+_POSTAL_PATTERN: Final = re.compile(
+    r"\^?(?:(?:\[1-9\]|\\d)(?:\[0-9\]|\\d)\{5\}"
+    r"|[1-9](?:\[0-9\]|\\d)\{5\}|[1-9]\d(?:\[0-9\]|\\d)\{4\}|[1-9]\d\d(?:\[0-9\]|\\d)\{3\})\$?")
 _POSTAL: Final = _word_pattern(_load_common().get("pin_postal_context", ()))
 # "Heslo", "jelszó", "hasło", "Parole" also mean a motto or slogan: a field that says so asks for one.
 _MOTTO: Final = _word_pattern(_load_common().get("password_motto_context", ()))
+# Words that are the password only on a sign-in form (Turkish and Romanian "Parola", Spanish "Clave",
+# "Pass"): elsewhere they mean a word, a key, a pass. A sign-in form names signing in or asks who you are.
+_SIGN_IN_ONLY: Final = frozenset(normalize_text(w) for w in _load_common().get("password_in_sign_in", ()))
+_SIGN_IN_INITIALS: Final = frozenset(w[:1] for w in _SIGN_IN_ONLY)
+_SIGN_IN: Final = _word_pattern(_load_common().get("sign_in_context", ()))
 # Fields whose answer is who or where the user is, never a secret: not receivers for a message's ask.
 _IDENTITY: Final = _phrase_matcher((
     "username", "user name", "login name", "email", "e-mail", "nickname", "full name", "first name", "last name",
@@ -147,18 +181,23 @@ _GENERIC_FIELD_WORDS: Final = frozenset({
 })
 
 
+_CODE_WORDS: Final = frozenset({"code", "codes", "codigo", "código", "kod", "kód", "kodu", "код", "pin", "otp",
+                                 "tan", "码", "コード", "코드", "رمز"})
+
+
 def _postal(*texts: str) -> bool:
     return any(text and _POSTAL.search(normalize_text(text)) for text in texts)
 
 
 class _Field(NamedTuple):
-    name: str
+    name: str  # decoded (`decode_escapes`): what the detector reads
     schema: Mapping[str, Any]
     kind: str
+    key: str  # the property name as sent: what a finding's location names
 
     @property
     def path(self) -> str:
-        return f"requestedSchema.properties.{self.name}"
+        return f"requestedSchema.properties.{self.key}"
 
     @property
     def title(self) -> str:
@@ -217,42 +256,30 @@ class SensitiveFieldDetector:
         def add(category: str, location: str) -> None:
             findings.setdefault(SensitiveFinding(category, location), None)
 
-        # One pass over the fields: their kinds, and all texts in one string, in an order that puts every
-        # pair a word can be split across side by side (message + first label, label + next label, title +
-        # description): separators vanish when the matcher squashes the string, so a split noun shows too.
         schema = params.get("requestedSchema")
         properties = schema.get("properties") if type(schema) is dict or isinstance(schema, Mapping) else None
         if not (type(properties) is dict or isinstance(properties, Mapping)):
             properties = {}
-        allowed = self._allowed
-        fields: list[_Field] = []
-        labels = [message]
-        rest: list[str] = []
-        for name, prop in properties.items():
-            if not isinstance(name, str) or name in allowed:
-                continue
-            prop_schema: Mapping[str, Any] = prop if type(prop) is dict or isinstance(prop, Mapping) else {}
-            kind = _field_kind(prop_schema)
-            fields.append(_Field(name, prop_schema, kind))
-            if kind is not _OTHER:
-                title, description = prop_schema.get("title"), prop_schema.get("description")
-                title = title if isinstance(title, str) else ""
-                labels.append(title or name)
-                if isinstance(description, str) and description:
-                    rest += (title, description, name, "")
-                else:
-                    rest += (name, "")  # the title is among the labels already
+        fields, labels, rest, misspelt = self._collect(properties, message, False)
         joined = "\n".join(labels) + "\n\n" + "\n".join(rest)
+        if "&" in joined or "%" in joined:
+            # Every text is read as a user agent would render it: HTML references and percent-escapes
+            # decoded (rarely needed: the check above is all the common path pays).
+            message = decode_escapes(message)
+            fields, labels, rest, misspelt = self._collect(properties, message, True)
+            joined = "\n".join(labels) + "\n\n" + "\n".join(rest)
+        self._sign_in_asks(message, fields, add)
         quiet = self._quiet.get(joined)
         if quiet is None:
             quiet = not self._lexicon.may_name_secret(joined) and not (
-                self._custom is not None and self._custom.may_name_secret(joined))
+                self._custom is not None and self._custom.may_name_secret(joined)) and not (
+                misspelt and any(self._lexicon.label_misspelt(label) for label in misspelt))
             if len(self._quiet) >= _QUIET_CACHE:
                 self._quiet.clear()
             self._quiet[joined] = quiet
         if quiet:
             # No text of the form can name a secret (the common case): only the markers and values remain.
-            shows = text_shows_secret(joined)
+            shows = text_shows_secret(joined, "")
             for field in fields:
                 if field.kind is _FREE and (shows or not _MARKER_KEYS.isdisjoint(field.schema)):
                     self._marker_asks(field, add, shows)
@@ -268,6 +295,53 @@ class SensitiveFieldDetector:
         if not findings:
             self._joined_asks(message, receivers, add)
         return list(findings)
+
+    def _collect(self, properties: Mapping[Any, Any], message: str, decode: bool
+                 ) -> tuple[list[_Field], list[str], list[str], list[str]]:
+        """One pass over the fields: their kinds, and all texts in an order that puts every pair a word can
+        be split across side by side (message + first label, label + next label, title + description):
+        separators vanish when the matcher squashes the joined string, so a split noun shows too."""
+        allowed = self._allowed
+        fields: list[_Field] = []
+        labels = [message]
+        rest: list[str] = []
+        misspelt: list[str] = []  # short titles of several words that may misspell a secret noun as a whole
+        heads = self._lexicon.phrase_heads
+        for key, prop in properties.items():
+            if not isinstance(key, str) or key in allowed:
+                continue
+            prop_schema: Mapping[str, Any] = prop if type(prop) is dict or isinstance(prop, Mapping) else {}
+            name = key
+            if decode:
+                prop_schema = _decoded_schema(prop_schema)
+                name = decode_escapes(key)
+            kind = _field_kind(prop_schema)
+            fields.append(_Field(name, prop_schema, kind, key))
+            if kind is not _OTHER:
+                title, description = prop_schema.get("title"), prop_schema.get("description")
+                title = title if isinstance(title, str) else ""
+                labels.append(title or name)
+                if " " in title and len(title) - title.count(" ") in heads.get(
+                        title[:5].replace(" ", "")[:4].lower(), ()):
+                    misspelt.append(title)
+                if isinstance(description, str) and description:
+                    rest += (title, description, name, "")
+                else:
+                    rest += (name, "")  # the title is among the labels already
+        return fields, labels, rest, misspelt
+
+    def _sign_in_asks(self, message: str, fields: list[_Field], add: Callable[[str, str], None]) -> None:
+        """A field labelled only "Parola" / "Clave" / "Pass" on a sign-in form asks for the password."""
+        for field in fields:
+            if field.kind is not _FREE:
+                continue
+            label = field.title or field.name
+            if len(label) > 12 or (label.isascii() and label[:1].lower() not in _SIGN_IN_INITIALS) \
+                    or normalize_text(label).strip(" :*") not in _SIGN_IN_ONLY:
+                continue
+            if _SIGN_IN.search(normalize_text(message)) or any(
+                    self._identity(other) for other in fields if other is not field and other.kind is _FREE):
+                add("password", field.path + (".title" if field.title else ""))
 
     def _joined_asks(self, message: str, receivers: list[_Field], add: Callable[[str, str], None]) -> None:
         """An ask spread over two texts: message + the field it points at, or a title + its description
@@ -362,6 +436,7 @@ class SensitiveFieldDetector:
             if isinstance(schema.get(key), str):
                 values.append(schema[key])
         context = " ".join((field.name, field.title, field.description))
+        values = [decode_escapes(v) if isinstance(v, str) else v for v in values]
         for value in values:
             kind = value_secret_kind(value, context) if isinstance(value, str) else None
             if kind is not None:
@@ -372,7 +447,7 @@ class SensitiveFieldDetector:
             add("secret_value", f"{path}.pattern")
         for key in ("title", "description"):
             text = schema.get(key)
-            if isinstance(text, str) and text_shows_secret(text):
+            if isinstance(text, str) and text_shows_secret(text, context):
                 add("secret_value", f"{path}.{key}")
 
     def _live_message(self, message: str) -> str:
@@ -405,7 +480,10 @@ class SensitiveFieldDetector:
     @staticmethod
     def _identity(field: _Field) -> bool:
         text = field.title or field.name
-        return bool(_IDENTITY.find_matches_as_indexes(squash(normalize_text(text))))
+        if not _IDENTITY.find_matches_as_indexes(squash(normalize_text(text))):
+            return False
+        # "Code from the email", "SMS-Code": the channel a code came by, not the user's address.
+        return _CODE_WORDS.isdisjoint(words_of(text))
 
     @staticmethod
     def _generic(field: _Field) -> bool:

