@@ -305,3 +305,12 @@ async def test_completions_and_subscriptions_reach_the_server_that_owns_the_name
         await client.call_tool("everything__toggle-subscriber-updates", {})
         await asyncio.wait_for(got.wait(), 15)  # the reference server sends updates every 5 s
     assert uri in updated
+
+
+async def test_the_log_level_is_set_on_every_server(env: dict[str, Proc]) -> None:
+    gw = env["gw"]
+    async with Client(f"{gw.base}/mcp", mode="legacy") as client:
+        with pytest.warns(MCPDeprecationWarning):  # deprecated in 2026-07-28; still the 2025-11-25 way
+            await client.set_logging_level("warning")
+    lines = [json.loads(line) for line in gw.output().splitlines() if '"method":"logging/setLevel"' in line]
+    assert {"web", "local", "everything", "oldsse"} <= {line["server"] for line in lines if line["outcome"] == "ok"}
