@@ -100,7 +100,18 @@ async def test_tools_of_every_server_are_listed_under_their_server_names(env: di
     assert echo.title == "[web] echo"
 
 
+def ended_by_host(gw: Proc) -> dict[str, int]:
+    """session.ended lines with reason host_delete, per server."""
+    out: dict[str, int] = {}
+    for line in gw.output().splitlines():
+        if '"event":"session.ended"' in line and '"reason":"host_delete"' in line:
+            server = json.loads(line)["server"]
+            out[server] = out.get(server, 0) + 1
+    return out
+
+
 async def test_calls_are_routed_by_the_name_they_carry(env: dict[str, Proc]) -> None:
+    before = ended_by_host(env["gw"])
     async with Client(f"{env['gw'].base}/mcp", mode="legacy") as client:
         assert text_of(await client.call_tool("web__echo", {"text": "via http"})) == "via http"
         assert text_of(await client.call_tool("local__echo", {"text": "via stdio"})) == "via stdio"
@@ -109,6 +120,10 @@ async def test_calls_are_routed_by_the_name_they_carry(env: dict[str, Proc]) -> 
         with pytest.raises(MCPError) as unknown:
             await client.call_tool("nowhere__echo", {"text": "x"})
     assert unknown.value.error.code == -32602
+    # the host's DELETE (the SDK sends it on close) ends the session of every server behind /mcp
+    after = ended_by_host(env["gw"])
+    for server in ("web", "local", "everything", "oldsse", "*"):
+        assert after.get(server, 0) == before.get(server, 0) + 1, server
 
 
 async def test_lists_are_merged_across_pages_of_every_server(env: dict[str, Proc]) -> None:
