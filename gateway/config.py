@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from gateway.core.namespacing import SEP as NAME_SEPARATOR
 from gateway.errors import ConfigError
 from gateway.policy.policy_config import PolicyFile
 
@@ -396,8 +397,9 @@ class GatewayConfig(_Frozen):
         for name in self.servers:
             if not re.match(_SERVER_NAME, name):
                 raise ValueError(f"server name {name!r} must match {_SERVER_NAME}")
-            if "__" in name:
-                raise ValueError(f"server name {name!r} must not contain '__' (it separates names on /mcp)")
+            if NAME_SEPARATOR in name:
+                raise ValueError(
+                    f"server name {name!r} must not contain {NAME_SEPARATOR!r} (it separates names on /mcp)")
         access = self.auth.access
         for grants in (access.default, *access.users.values(), *access.groups.values()):
             for name in grants:

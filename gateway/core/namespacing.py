@@ -193,6 +193,3 @@ def to_host(server: str, msg: Any) -> Any:
             return {**msg, "params": {**params, "uri": uri(server, params["uri"])}}
     return msg
 
-
-def valid_server_name(server: str) -> bool:
-    return SEP not in server and bool(_TOOL_NAME.fullmatch(server)) and len(server) <= 64

@@ -80,7 +80,6 @@ class AggregateSettings:
     list_timeout: float
     discover_every: float
     session_ttl: float
-    keepalive: float
 
 
 class ServerUnavailable(Exception):

@@ -148,7 +148,7 @@ def create_app(cfg: LoadedConfig) -> web.Application:
     app[ENDPOINTS_KEY] = endpoints
     aggregate = AggregateDriver(drivers, state, AggregateSettings(
         list_timeout=gw.aggregate.list_timeout_seconds, discover_every=gw.aggregate.discover_seconds,
-        session_ttl=settings.session_ttl, keepalive=gw.sessions.keepalive_seconds,
+        session_ttl=settings.session_ttl,
     )) if gw.aggregate.enabled else None
     per_user = UserSessions(state, gw.sessions.max_sessions_per_user)
     reloader = app[RELOADER_KEY] = PolicyReloader(cfg, servers, make_gate, metrics)

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 import orjson
 
 from gateway.state.owner import Owner, OwnerKey
-from gateway.state.ttl import DEFAULT_MAX_EVENT_BYTES, check_max_events, grace_ms, parse_event_id, ttl_ms
+from gateway.state.ttl import COUNTED, DEFAULT_MAX_EVENT_BYTES, check_max_events, grace_ms, parse_event_id, ttl_ms
 
 Clock = Callable[[], float]
 T = TypeVar("T")
@@ -29,7 +29,6 @@ T = TypeVar("T")
 # Sweep expired entries once mutations reach this many (or the table size, if
 # larger): keeps memory bounded for sessions nobody reads again, at O(1) amortised.
 _SWEEP_EVERY = 256
-_COUNTED = "_counted_as"  # kept inside a counted pending entry, so taking it uncounts the right name
 
 
 @dataclass(slots=True)
@@ -158,7 +157,7 @@ class MemoryStateStore:
             return False
         if key not in entry.value.pending and counted_as is not None:
             self._pending_counts[counted_as] += 1
-        stored = {**value, _COUNTED: counted_as} if counted_as is not None else value
+        stored = {**value, COUNTED: counted_as} if counted_as is not None else value
         entry.value.pending[key] = _exact(orjson.dumps(stored))
         return True
 
@@ -181,7 +180,7 @@ class MemoryStateStore:
 
     def _uncount(self, raw: bytes | None) -> dict[str, Any] | None:
         value: dict[str, Any] | None = orjson.loads(raw) if raw is not None else None
-        counted = value.pop(_COUNTED, None) if value is not None else None
+        counted = value.pop(COUNTED, None) if value is not None else None
         if isinstance(counted, str) and self._pending_counts[counted] > 0:
             self._pending_counts[counted] -= 1
         return value

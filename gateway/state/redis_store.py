@@ -34,7 +34,7 @@ import orjson
 from gateway.logs import get_logger
 from gateway.state.owner import Owner, OwnerKey
 from gateway.state.redis_client import DEFAULT_SOCKET_TIMEOUT_S, connect_redis, unavailable_on_redis_error
-from gateway.state.ttl import DEFAULT_MAX_EVENT_BYTES, check_max_events, grace_ms, parse_event_id, ttl_ms
+from gateway.state.ttl import COUNTED, DEFAULT_MAX_EVENT_BYTES, check_max_events, grace_ms, parse_event_id, ttl_ms
 
 log = get_logger("gateway.state")
 
@@ -119,7 +119,6 @@ return taken
 """
 
 
-_COUNTED = "_counted_as"  # kept inside a counted pending entry, so taking it uncounts the right name
 
 
 def _counted(raw: bytes) -> str | None:
@@ -127,7 +126,7 @@ def _counted(raw: bytes) -> str | None:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
-    name = value.get(_COUNTED) if isinstance(value, dict) else None
+    name = value.get(COUNTED) if isinstance(value, dict) else None
     return name if isinstance(name, str) else None
 
 
@@ -212,7 +211,7 @@ class RedisStateStore:
         if replies[0] is None:
             return None, None
         pending = orjson.loads(replies[3]) if take is not None and replies[3] is not None else None
-        counted = pending.pop(_COUNTED, None) if pending is not None else None
+        counted = pending.pop(COUNTED, None) if pending is not None else None
         if isinstance(counted, str):  # an answered elicitation: one more round trip, on answers only
             with self._op("uncount_pending"):
                 await self._redis.hincrby(self._counts_key, counted, -1)
@@ -238,7 +237,7 @@ class RedisStateStore:
     async def put_pending(
         self, session_id: str, key: str, value: dict[str, Any], max_pending: int, counted_as: str | None = None
     ) -> bool:
-        stored_value = {**value, _COUNTED: counted_as} if counted_as is not None else value
+        stored_value = {**value, COUNTED: counted_as} if counted_as is not None else value
         with self._op("put_pending"):
             stored = await self._put_pending(
                 keys=[self._session_key(session_id)], args=[f"p:{key}", orjson.dumps(stored_value), max_pending]

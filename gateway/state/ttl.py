@@ -40,3 +40,7 @@ def parse_event_id(last_event_id: str | None) -> int | None:
     if not text.isascii() or not text.isdigit():
         return None
     return int(text)
+
+
+COUNTED = "_counted_as"
+"""Kept inside a pending entry put with `counted_as` (both stores), so taking it uncounts the right name."""
