@@ -180,10 +180,16 @@ async def test_a_host_that_opens_its_get_stream_again_replaces_the_one_it_left(e
             async with http.get(url, headers=get_headers) as again:
                 assert again.status == 200
         async with http.get(url, headers=get_headers) as stream:
-            async with http.post(url, json={"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-                                            "params": {"name": "announce", "arguments": {}}}, headers=headers) as r:
-                await r.read()
-            with anyio.fail_after(10):
-                async for raw in stream.content:
-                    if b"notifications/tools/list_changed" in raw:
-                        break
+            got = False
+            for attempt in range(10):  # until the replica's upstream stream for this session is open again
+                async with http.post(url, json={"jsonrpc": "2.0", "id": 5 + attempt, "method": "tools/call",
+                                                "params": {"name": "announce", "arguments": {}}}, headers=headers) as r:
+                    await r.read()
+                with anyio.move_on_after(1):
+                    async for raw in stream.content:
+                        if b"notifications/tools/list_changed" in raw:
+                            got = True
+                            break
+                if got:
+                    break
+            assert got, "no event reached the replacing GET stream"
