@@ -1076,17 +1076,19 @@ class Lexicon:
             described = (start, end) in concept_spans
             if any(((ge <= start and start - ge <= (1 if weak else _CLAUSE_WIDE if label in ("describe", "count")
                                                    else before_gap)) and label != "after")
-                   or ((end <= gs and gs - end <= (1 if weak else after_gap)) and label not in ("before", "issue"))
+                   or ((end <= gs and gs - end <= (1 if weak else 0 if described else after_gap))
+                       and label not in ("before", "issue", "document"))
                    # A question closing its clause covers the clause (verb-final languages: "... क्या हुआ?").
                    or (end <= gs and label == "describe" and not weak and ge == len(squashed)
                        and gs - end <= _CLAUSE_WIDE)
-                   or (gs < end and start < ge and label not in ("before", "after", "issue"))
+                   or (gs < end and start < ge and label not in ("before", "after", "issue", "document"))
                    # Inside a description, a governor right after one of its words ("key prefix shown in
                    # the dashboard") is about that word.
-                   or (described and label not in ("before", "issue", "choose") and gs < end and start < ge
+                   or (described and label not in ("before", "issue", "choose", "document") and gs < end and start < ge
                        and any(ce <= gs and gs - ce <= (1 if weak else after_gap) for _, ce in nouns))
                    for gs, ge, label, weak in governors
-                   if not (described and label == "choose") and (label != "issue" or category in _ISSUED)):
+                   if not (described and label == "choose") and (label != "issue" or category in _ISSUED)
+                   and (label != "document" or category == "national_id")):
                 about.add(category)
                 continue
             if any(ne <= start for _, ne, _ in negations):
@@ -1176,6 +1178,8 @@ _INVISIBLE: Final = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u
 
 
 _DOTTED_CAPITALS: Final = re.compile(r"(?<=\b[A-Z])\.(?=[A-Z]\b)")
+# Capitals spelt one by one with any separator between them ("T_A_N", "C-V-V", "P I N").
+_SPELT_CAPITALS: Final = re.compile(r"(?<![A-Za-z])[A-Z](?:[._\-\s/*·|]+[A-Z])+(?![A-Za-z])")
 
 
 def _acronym_shown(key: str, original: str) -> bool:
@@ -1183,6 +1187,7 @@ def _acronym_shown(key: str, original: str) -> bool:
     visible = ascii_capitals(_INVISIBLE.sub("", original))
     if "." in visible:
         visible = _DOTTED_CAPITALS.sub("", visible)  # "C.F.", "N.I.F." are capitals too
+    visible = _SPELT_CAPITALS.sub(lambda m: _NON_WORD.sub("", m.group(0)).replace("_", ""), visible)
     if re.search(rf"(?<![A-Za-z]){re.escape(key.upper())}(?![a-z])", visible):
         return True
     words = [w for w in _SEPARATORS.split(_INVISIBLE.sub("", original).strip()) if w]

@@ -136,7 +136,7 @@ def _random_key(token: str) -> bool:
     return not token.startswith("AAAA") and _high_entropy(token)
 
 
-_URL_CREDENTIALS: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]+:[^/\s@]{3,}@")
+_URL_CREDENTIALS: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:[^/\s@<>{}]{3,}@")
 _CARD: Final = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
 _HASH_WORDS: Final = re.compile(r"hash|checksum|sha|md5|digest|commit|fingerprint|etag|uuid|guid|id\b", re.IGNORECASE)
 _MNEMONIC_LENGTHS: Final = frozenset({12, 15, 18, 21, 24})
@@ -199,17 +199,21 @@ def value_secret_kind(value: str, context: str = "") -> str | None:
     return None
 
 
-_HEX_RUN: Final = re.compile(r"[0-9a-fA-F]{64,}")
+_HEX_RUN_64: Final = re.compile(r"[0-9a-fA-F]{64,}")
+_HEX_RUN: Final = re.compile(r"[0-9a-fA-F]{32,}")
+_KEY_WORDS: Final = re.compile(r"key|secret|token|credential|password", re.IGNORECASE)
 
 
 def hex_key_shown(text: str, context: str) -> bool:
     """Prose that shows a 256-bit hex key ("e.g. 0x4c08...", a wallet's private key), in a field whose
     texts say nothing of hashes, checksums or ids."""
-    if len(text) < 64:
+    if len(text) < 32:
         return False
-    for match in _HEX_RUN.finditer(text):
+    # 64 hex digits are a 256-bit key; 32 to 63 only in a field that names a key or secret.
+    shorter = _KEY_WORDS.search(context) is not None
+    for match in (_HEX_RUN if shorter else _HEX_RUN_64).finditer(text):
         start, end = match.span()
-        if end - start != 64 or (end < len(text) and text[end].isalnum()):
+        if (end - start != 64 and not (shorter and 32 <= end - start < 64)) or (end < len(text) and text[end].isalnum()):
             continue
         if start > 0 and text[start - 1].isalnum() and not (
                 text[start - 2:start] in ("0x", "0X") and (start < 3 or not text[start - 3].isalnum())):

@@ -62,10 +62,16 @@ class SensitiveFinding:
     location: str
 
 
-_FREE, _NUMBER, _OTHER = "string", "number", "other"
+_FREE, _NUMBER, _URI, _OTHER = "string", "number", "uri", "other"
+_TYPED: Final = (_FREE, _URI)  # fields the user types into: their markers and values count
+_URI_FORMATS: Final = frozenset({"uri", "iri", "uri-reference"})
+# What a URI can carry besides a place: a password or token in its userinfo or query.
+_URI_CATEGORIES: Final = frozenset({"password", "api_key", "token", "secret"})
 _CONSTRAINED_FORMATS: Final = frozenset({"email", "idn-email", "uri", "iri", "uri-reference", "date", "date-time",
                                          "time", "duration", "hostname", "idn-hostname", "ipv4", "ipv6", "uuid"})
 _QUIET_CACHE: Final = 4096
+_PROSE_SPACES: Final = 4
+_REMARK: Final = re.compile(r"[(（][^()（）]*[)）]")
 _SENTENCE: Final = re.compile(r"[^.!?。！？]*(?:[.!?。！？]+\s*|$)")
 _VALUE_KEYS: Final = frozenset({"default", "examples", "example", "placeholder", "pattern"})
 _MARKER_KEYS: Final = _VALUE_KEYS | {"format", "writeOnly"}
@@ -73,6 +79,15 @@ _CHOICE_KEYS: Final = frozenset({"enum", "oneOf", "anyOf", "const", "enumNames"}
 
 
 _DECODED_KEYS: Final = ("title", "description", "default", "examples", "example", "placeholder")
+# A link's host and path name a page, not what the user is asked for ("/display/FIN/Cost+Centers"):
+# only its userinfo ("postgres://app:<password>@db") is read as text.
+_URL: Final = re.compile(r"(?:\b[a-z][a-z0-9+.\-]*://|\bwww\.)([^\s<>()\[\]\"'@/]*@)?[^\s<>()\[\]\"']*", re.IGNORECASE)
+
+
+def _without_urls(text: str) -> str:
+    if "://" not in text and "www." not in text.lower():
+        return text
+    return _URL.sub(lambda m: " " + (m.group(1) or "").replace(":", " ").rstrip("@") + " ", text)
 
 
 def _decoded(value: object) -> object:
@@ -106,7 +121,10 @@ def _field_kind(schema: Mapping[str, Any]) -> str:
         return _NUMBER
     if declared == "string" or declared is None:
         # An untyped field is read as text: fail closed.
-        return _OTHER if schema.get("format") in _CONSTRAINED_FORMATS else _FREE
+        fmt = schema.get("format")
+        if fmt in _URI_FORMATS:
+            return _URI
+        return _OTHER if fmt in _CONSTRAINED_FORMATS else _FREE
     if declared == "array":
         items = schema.get("items")
         if isinstance(items, Mapping):
@@ -116,7 +134,8 @@ def _field_kind(schema: Mapping[str, Any]) -> str:
 
 
 def _receives(category: str, kind: str) -> bool:
-    return kind == _FREE or (kind == _NUMBER and category in NUMERIC_CATEGORIES)
+    return kind == _FREE or (kind == _NUMBER and category in NUMERIC_CATEGORIES) or (
+        kind == _URI and category in _URI_CATEGORIES)
 
 
 def _text(value: object) -> str:
@@ -189,6 +208,15 @@ def _postal(*texts: str) -> bool:
     return any(text and _POSTAL.search(normalize_text(text)) for text in texts)
 
 
+def _union(one: TextScan, other: TextScan) -> TextScan:
+    if other is NOTHING:
+        return one
+    if one is NOTHING:
+        return other
+    return TextScan(one.asked | other.asked, (one.about | other.about) - (one.asked | other.asked),
+                    one.governed or other.governed, one.sense | other.sense)
+
+
 class _Field(NamedTuple):
     name: str  # decoded (`decode_escapes`): what the detector reads
     schema: Mapping[str, Any]
@@ -238,14 +266,14 @@ class SensitiveFieldDetector:
     def _scan(self, text: str, prose: bool) -> TextScan:
         if not text:
             return NOTHING
+        text = _without_urls(text)
         found = self._lexicon.scan(text, prose)
+        if "\u202d" in text or "\u202e" in text:
+            # An override shows a run reversed; an assistant reading the text gets it as stored. Both count.
+            found = _union(found, self._lexicon.scan(text.replace("\u202d", "").replace("\u202e", ""), prose))
         if self._custom is None:
             return found
-        extra = self._custom.scan(text, prose)
-        if extra is NOTHING:
-            return found
-        return TextScan(found.asked | extra.asked, (found.about | extra.about) - (found.asked | extra.asked),
-                        found.governed or extra.governed, found.sense | extra.sense)
+        return _union(found, self._custom.scan(text, prose))
 
     def _find(self, params: Mapping[str, Any]) -> list[SensitiveFinding]:
         if not (type(params) is dict or isinstance(params, Mapping)):
@@ -271,7 +299,9 @@ class SensitiveFieldDetector:
         self._sign_in_asks(message, fields, add)
         quiet = self._quiet.get(joined)
         if quiet is None:
-            quiet = not self._lexicon.may_name_secret(joined) and not (
+            plain = joined.replace("\u202d", "").replace("\u202e", "")
+            quiet = not self._lexicon.may_name_secret(joined) and (
+                plain == joined or not self._lexicon.may_name_secret(plain)) and not (
                 self._custom is not None and self._custom.may_name_secret(joined)) and not (
                 misspelt and any(self._lexicon.label_misspelt(label) for label in misspelt))
             if len(self._quiet) >= _QUIET_CACHE:
@@ -281,7 +311,7 @@ class SensitiveFieldDetector:
             # No text of the form can name a secret (the common case): only the markers and values remain.
             shows = text_shows_secret(joined, "")
             for field in fields:
-                if field.kind is _FREE and (shows or not _MARKER_KEYS.isdisjoint(field.schema)):
+                if field.kind in _TYPED and (shows or not _MARKER_KEYS.isdisjoint(field.schema)):
                     self._marker_asks(field, add, shows)
             return list(findings)
         governed: dict[str, bool] = {}
@@ -367,12 +397,21 @@ class SensitiveFieldDetector:
     def _field_asks(self, field: _Field, message: str, add: Callable[[str, str], None]) -> bool:
         """Adds the field's own asks; returns whether the field is *about* a secret (governed)."""
         path = field.path
-        if field.kind == _FREE:
+        if field.kind in _TYPED:
             self._marker_asks(field, add)
         title, description = field.title, field.description
         name_scan = self._scan(field.name, False)
-        title_scan = self._scan(title, False)
+        # A title of a sentence's length is read as prose: its negations count ("don't include passwords").
+        title_scan = self._scan(title, title.count(" ") >= _PROSE_SPACES)
         desc_scan = self._scan(description, True)
+        if title_scan.asked and ("(" in title or "（" in title):
+            head = _REMARK.sub(" ", title).strip()
+            if head and not self._scan(head, False).asked and self._identity_text(head):
+                # "Mobile number (we'll send sign-in codes here)": the remark says what the number is for;
+                # the field asks for the number.
+                title_scan = NOTHING
+                if not (name_scan.asked or desc_scan.asked):
+                    return False
         if not (name_scan.asked or title_scan.asked or desc_scan.asked):
             return title_scan.governed or bool(title_scan.about) or (not title and name_scan.governed) \
                 or (bool(name_scan.about) and not title)
@@ -450,21 +489,24 @@ class SensitiveFieldDetector:
             if isinstance(text, str) and text_shows_secret(text, context):
                 add("secret_value", f"{path}.{key}")
 
-    def _live_message(self, message: str) -> str:
+    def _live_message(self, message: str, labels: Collection[str] = ()) -> str:
         """The part of the message still asking: a later question about something else supersedes what
-        came before ("Your PIN was reset. How did we do?")."""
+        came before ("Your PIN was reset. How did we do?"); one that names the field it points at does not
+        ("We texted you a code. What is the code?")."""
         if "?" not in message and "？" not in message:
             return message
         sentences = [m.group(0) for m in _SENTENCE.finditer(message)]
+        label_words = {w for label in labels for w in words_of(label) if len(w) >= 3}
         for index in range(len(sentences) - 1, 0, -1):
             sentence = sentences[index]
-            if ("?" in sentence or "？" in sentence) and not self._scan(sentence, True).asked:
+            if ("?" in sentence or "？" in sentence) and not self._scan(sentence, True).asked \
+                    and not self._lexicon.may_name_secret(sentence) and label_words.isdisjoint(words_of(sentence)):
                 return "".join(sentences[index:])
         return message
 
     def _message_asks(self, message: str, fields: list[_Field], receivers: list[_Field],
                       add: Callable[[str, str], None]) -> None:
-        scan = self._scan(self._live_message(message), True)
+        scan = self._scan(self._live_message(message, [f.title or f.name for f in receivers]), True)
         if not scan.asked:
             return
         for category in sorted(scan.asked):
@@ -479,7 +521,10 @@ class SensitiveFieldDetector:
 
     @staticmethod
     def _identity(field: _Field) -> bool:
-        text = field.title or field.name
+        return SensitiveFieldDetector._identity_text(field.title or field.name)
+
+    @staticmethod
+    def _identity_text(text: str) -> bool:
         if not _IDENTITY.find_matches_as_indexes(squash(normalize_text(text))):
             return False
         # "Code from the email", "SMS-Code": the channel a code came by, not the user's address.

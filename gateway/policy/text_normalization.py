@@ -282,8 +282,15 @@ def ascii_capitals(text: str) -> str:
     return _MIXED_WORD.sub(_latin_capitals, text)
 
 
+# Letters drawn with slashes and bars ("CV\/", "|\|", "|\/|"), read as the letter they draw.
+_DRAWN_LETTERS: Final = re.compile(r"\|\\/\||\\/\\/|\|\\\||\\/")
+_DRAWN: Final = {"|\\/|": "m", "\\/\\/": "w", "|\\|": "n", "\\/": "v"}
+
+
 def normalize_text(text: str) -> str:
     """Fold `text` to the form the matchers compare; idempotent, never raises."""
+    if "\\" in text:
+        text = _DRAWN_LETTERS.sub(lambda m: _DRAWN[m.group(0)], text)
     if text.isascii():
         # NFKC, marks and the skeleton are no-ops on ASCII; control characters become spaces.
         return text.lower()
