@@ -886,3 +886,59 @@ def test_encoded_values_are_decoded_too() -> None:
     encoded = secret.replace("_", "&#95;")
     assert blocked(form("Billing", k={"type": "string", "title": "Value", "default": encoded}))
     assert blocked(form("Billing", k={"type": "string", "title": "Value", "examples": [secret.replace("_", "%5F")]}))
+
+
+# -- classes fixed after blind set 4 (docs/sensitive-fields.md, "Classes") ----------------------------------
+
+HEX40 = "c3a91f07be52d84e6a0f19c7d2b5e83a4f6c0d1e"
+
+
+@pytest.mark.parametrize("params", [
+    # A connection string whose userinfo holds a password, empty user or not; in a `format: uri` field too.
+    form("Cache", u={"type": "string", "title": "Memcached URL", "default": "memcache://:hunter2hunter@mc:11211"}),
+    form("DB", u={"type": "string", "title": "DSN", "format": "uri",
+                  "description": "Mit Benutzer und Passwort, z. B. mysql://app:<passwort>@db/app"}),
+    form("Broker", u={"type": "string", "format": "uri", "title": "AMQP URL",
+                      "default": "amqps://svc:Zq8vLr2mWx@broker.internal/vhost"}),
+    # A key shown as 32 to 63 hex digits in a field that names a key.
+    form("Partner", k={"type": "string", "title": "Webhook key", "description": f"e.g. {HEX40}"}),
+    # An override shows a word reversed; the stored text still names the secret (both readings count).
+    form("התחברות", p={"type": "string", "title": "\u202dסיסמה\u202c"}),
+    # Letters drawn with slashes and bars; capitals spelt one by one with any separator.
+    form("Checkout", c={"type": "string", "title": "C\\/C"}),
+    form("Bank", t={"type": "string", "title": "m-T-A-N"}),
+    form("Zahlung", t={"type": "string", "title": "C-V-C"}),
+    # A code that came by message, asked for in a later question that names the field.
+    form("Wir haben dir eine SMS geschickt. Wie lautet der Code?", c={"type": "string", "title": "Code"}),
+    # The code we sent, even when the next sentence says when it expires.
+    {"mode": "form", "message": "Type the code we texted you. It expires soon.",
+     "requestedSchema": {"type": "object", "properties": {"c": {"type": "string", "title": "Code"}}}},
+    # A private key by its container format.
+    form("Signing", k={"type": "string", "title": "PKCS#8 file contents"}),
+])
+def test_blind4_missed_classes_are_blocked(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+@pytest.mark.parametrize("params", [
+    # Words inside a link's path name a page, not the ask.
+    form("Read [the guide](https://wiki.example.com/display/SSN/Onboarding) first.", n={"type": "string", "title": "Team"}),
+    # A sentence-length title that says not to put a secret in.
+    form("Feedback", c={"type": "string", "title": "Remarks (do not include any passwords)"}),
+    # An identity field with a remark on what it is for.
+    form("Kontakt", e={"type": "string", "title": "E-Mail (dorthin schicken wir Anmeldecodes)"}),
+    # Settings of a code: its validity, its attempts.
+    form("2FA", v={"type": "integer", "title": "Account lock after N wrong PIN attempts", "default": 5}),
+    form("Richtlinie", a={"type": "integer", "title": "Sperre nach wie vielen PIN-Versuchen", "default": 3}),
+    # The identity document itself: renewing it.
+    form("Turno para renovar el DNI", v={"type": "string", "title": "Oficina"}),
+    # A database key.
+    form("Şema", k={"type": "string", "title": "Birincil anahtar sütunu", "default": "id"}),
+    form("Tabelle", k={"type": "string", "title": "Primärschlüssel-Spalte", "default": "id"}),
+    # A pin on a map.
+    form("Entrega", r={"type": "string", "title": "Referencia del pin en el mapa"}),
+    # A 40-hex digest next to words for a commit.
+    form("Deploy", c={"type": "string", "title": "Commit", "description": f"e.g. {HEX40}"}),
+])
+def test_blind4_false_block_classes_pass(params: dict[str, Any]) -> None:
+    assert not blocked(params), (params, DETECTOR.find(params))
