@@ -189,6 +189,18 @@ _IDENTITY: Final = _phrase_matcher((
     "dirección", "adresse", "indirizzo", "endereço", "адрес", "地址", "住所", "주소", "العنوان", "पता",
     "kommentar", "comentario", "commentaire", "commento", "комментарий", "备注", "评论", "コメント", "댓글", "메모",
     "ciudad", "ville", "stadt", "город", "城市",
+    # Phone, e-mail, name and address in more languages and scripts.
+    "เบอร์โทร", "เบอร์โทรศัพท์", "อีเมล", "ชื่อ", "ที่อยู่", "رقم الجوال", "رقم الهاتف", "الجوال", "الهاتف",
+    "البريد الإلكتروني", "מספר טלפון", "טלפון", "דוא\"ל", "אימייל", "כתובת", "شماره موبایل", "شماره تلفن",
+    "موبایل", "ایمیل", "آدرس", "نام", "فون نمبر", "موبائل", "ای میل", "پتہ", "मोबाइल नंबर", "मोबाइल", "ईमेल",
+    "মোবাইল", "ফোন", "ইমেইল", "নাম", "ঠিকানা", "கைபேசி", "தொலைபேசி", "மின்னஞ்சல்", "பெயர்", "முகவரி",
+    "మొబైల్", "ఫోన్", "ఇమెయిల్", "పేరు", "చిరునామా", "số điện thoại", "điện thoại", "họ tên", "địa chỉ",
+    "nomor telepon", "nomor hp", "no hp", "telepon", "alamat", "nama", "nombor telefon", "emel",
+    "numero ng telepono", "pangalan", "tirahan", "telefonnummer", "handynummer", "numéro de téléphone",
+    "número de teléfono", "numero di telefono", "número de telefone", "telefoonnummer", "numer telefonu",
+    "telefonní číslo", "telefonszám", "puhelinnumero", "telefonnummer", "номер телефона", "номер телефону",
+    "telefon numarası", "e-posta", "αριθμός τηλεφώνου", "τηλέφωνο", "手机号码", "手機號碼", "电话号码", "電話番号",
+    "携帯番号", "전화번호", "휴대폰 번호", "이메일 주소", "nambari ya simu", "barua pepe",
 ))
 _GENERIC_FIELD_WORDS: Final = frozenset({
     "value", "code", "answer", "input", "text", "response", "field", "entry", "data", "it", "string", "digits",
@@ -198,6 +210,12 @@ _GENERIC_FIELD_WORDS: Final = frozenset({
     "f", "wert", "valor", "valeur", "valore", "waarde", "wartość", "значение", "值", "値", "값",
     "codigo", "código", "kod", "kód", "код", "码", "コード", "코드",
 })
+
+
+# Every word of a notes field's label ("Comments", "Anmerkung", "备注"): the user's own remarks, never the
+# receiver of a secret the message names.
+_NOTE_WORDS: Final = frozenset(w for phrase in _load_common().get("note_fields", ()) for w in words_of(phrase))
+_NOTE_FILLER: Final = frozenset(words_of("optional facultatif opcional optional facoltativo opcjonalnie"))
 
 
 _CODE_WORDS: Final = frozenset({"code", "codes", "codigo", "código", "kod", "kód", "kodu", "код", "pin", "otp",
@@ -318,7 +336,7 @@ class SensitiveFieldDetector:
         for field in fields:
             if field.kind != _OTHER:
                 governed[field.name] = self._field_asks(field, message, add)
-        receivers = [f for f in fields if f.kind != _OTHER and not governed.get(f.name, False)]
+        receivers = [f for f in fields if f.kind != _OTHER and not governed.get(f.name, False) and not self._note(f)]
         if receivers and message:
             self._message_asks(message, fields, receivers, add)
         self._split_words(message, fields, add)
@@ -510,7 +528,10 @@ class SensitiveFieldDetector:
         if not scan.asked:
             return
         for category in sorted(scan.asked):
-            able = [f for f in receivers if _receives(category, f.kind) and not self._identity(f)]
+            # A number field answers a message's ask only when its label says nothing of its own: "Annual
+            # income", "Copies", "Limit" are amounts, whatever the message names.
+            able = [f for f in receivers if _receives(category, f.kind) and not self._identity(f)
+                    and (f.kind is not _NUMBER or self._generic(f))]
             # The message points at the one field that can take the answer, or at a field whose label
             # says nothing of its own ("Value", "Type it here").
             if not able or (len(able) > 1 and not any(self._generic(f) for f in able)):
@@ -518,6 +539,13 @@ class SensitiveFieldDetector:
             if category == "pin" and _postal(message, *(f.name + " " + f.title + " " + f.description for f in fields)):
                 continue
             add(category, "message")
+
+    @staticmethod
+    def _note(field: _Field) -> bool:
+        """A notes field ("Comments (optional)", "Poznámka"): free remarks, not an answer to the message."""
+        words = words_of(_REMARK.sub(" ", field.title or field.name))
+        return bool(words) and all(w in _NOTE_WORDS or w in _NOTE_FILLER for w in words) and any(
+            w in _NOTE_WORDS for w in words)
 
     @staticmethod
     def _identity(field: _Field) -> bool:
