@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from typing import Final
 
-__all__ = ["hex_key_shown", "looks_like_secret", "pattern_asks_for_secret", "pattern_sample", "text_shows_secret",
+__all__ = ["fragment_kind", "hex_key_shown", "looks_like_secret", "pattern_asks_for_secret", "pattern_sample", "text_shows_secret",
            "value_secret_kind"]
 
 
@@ -163,6 +163,20 @@ def _mnemonic_words() -> frozenset[str]:
     for language in Mnemonic.list_languages():
         words.update(Mnemonic(language).wordlist)
     return frozenset(words)
+
+
+def fragment_kind(options: list[object]) -> str | None:
+    """The secret a choice's options are pieces of: single digits (one digit of a PIN), or words of the
+    BIP-39 lists (one word of a recovery phrase). Picking the right option tells the secret piece by piece."""
+    texts = [o.strip().lower() for o in options if isinstance(o, str)]
+    if len(texts) < 4 or len(texts) != len(options):
+        return None
+    if all(len(t) == 1 and t.isdigit() for t in texts):
+        return "pin"
+    known = _mnemonic_words()
+    if sum(t in known for t in texts) * 4 >= len(texts) * 3:
+        return "seed_phrase"
+    return None
 
 
 def _seed_phrase(value: str) -> bool:

@@ -44,7 +44,7 @@ from gateway.policy.secret_lexicon import (
     squash,
     words_of,
 )
-from gateway.policy.secret_values import pattern_asks_for_secret, text_shows_secret, value_secret_kind
+from gateway.policy.secret_values import fragment_kind, pattern_asks_for_secret, text_shows_secret, value_secret_kind
 from gateway.policy.text_normalization import decode_escapes, normalize_text
 
 __all__ = ["CATEGORIES", "SensitiveFieldDetector", "SensitiveFinding"]
@@ -71,6 +71,8 @@ _CONSTRAINED_FORMATS: Final = frozenset({"email", "idn-email", "uri", "iri", "ur
                                          "time", "duration", "hostname", "idn-hostname", "ipv4", "ipv6", "uuid"})
 _QUIET_CACHE: Final = 4096
 _PROSE_SPACES: Final = 4
+_QUOTE_OPEN: Final = re.compile("[\"'«»„“”‘’「」『』《》〈〉]")
+_QUOTED: Final = re.compile("[\"“”„«»‘’'「『《〈]([^\"“”„«»‘’'「」『』《》〈〉\n]{1,60})[\"“”«»‘’'」』》〉]")
 _REMARK: Final = re.compile(r"[(（][^()（）]*[)）]")
 _SENTENCE: Final = re.compile(r"[^.!?。！？]*(?:[.!?。！？]+\s*|$)")
 _VALUE_KEYS: Final = frozenset({"default", "examples", "example", "placeholder", "pattern"})
@@ -209,6 +211,9 @@ _GENERIC_FIELD_WORDS: Final = frozenset({
     "current", "new", "old", "again", "repeat", "retype", "re", "enter", "type", "your", "the", "one", "once",
     "f", "wert", "valor", "valeur", "valore", "waarde", "wartość", "значение", "值", "値", "값",
     "codigo", "código", "kod", "kód", "код", "码", "コード", "코드",
+    # "Information" says as little as "Value".
+    "information", "info", "informação", "informacao", "información", "informacion", "informations",
+    "informazioni", "informatie", "informacja", "informace", "информация", "信息", "情報", "정보",
 })
 
 
@@ -216,6 +221,11 @@ _GENERIC_FIELD_WORDS: Final = frozenset({
 # receiver of a secret the message names.
 _NOTE_WORDS: Final = frozenset(w for phrase in _load_common().get("note_fields", ()) for w in words_of(phrase))
 _NOTE_FILLER: Final = frozenset(words_of("optional facultatif opcional optional facoltativo opcjonalnie"))
+
+
+# The secrets a choice of fragments can spell: digits of a PIN, code or card; words of a recovery phrase.
+_FRAGMENT_OF: Final = {"pin": frozenset({"pin", "otp", "password", "payment_card", "cvv", DESCRIBED}),
+                       "seed_phrase": frozenset({"seed_phrase", "recovery_code", "passphrase", "secret"})}
 
 
 _CODE_WORDS: Final = frozenset({"code", "codes", "codigo", "código", "kod", "kód", "kodu", "код", "pin", "otp",
@@ -233,6 +243,18 @@ def _union(one: TextScan, other: TextScan) -> TextScan:
         return other
     return TextScan(one.asked | other.asked, (one.about | other.about) - (one.asked | other.asked),
                     one.governed or other.governed, one.sense | other.sense)
+
+
+def _options(schema: Mapping[str, Any]) -> str | None:
+    """The kind of secret fragment a choice's options are (`fragment_kind`), if any."""
+    options = schema.get("enum")
+    if not isinstance(options, list):
+        one_of = schema.get("oneOf")
+        if not isinstance(one_of, list):
+            items = schema.get("items")
+            return _options(items) if isinstance(items, Mapping) and items is not schema else None
+        options = [o.get("const") for o in one_of if isinstance(o, Mapping)]
+    return fragment_kind(options) if len(options) >= 4 else None
 
 
 class _Field(NamedTuple):
@@ -340,6 +362,7 @@ class SensitiveFieldDetector:
         if receivers and message:
             self._message_asks(message, fields, receivers, add)
         self._split_words(message, fields, add)
+        self._fragment_asks(message, fields, add)
         if not findings:
             self._joined_asks(message, receivers, add)
         return list(findings)
@@ -376,6 +399,9 @@ class SensitiveFieldDetector:
                     rest += (title, description, name, "")
                 else:
                     rest += (name, "")  # the title is among the labels already
+            elif _options(prop_schema) is not None:
+                # A choice of secret fragments is read too (`_fragment_asks`).
+                rest += (_text(prop_schema.get("title")), _text(prop_schema.get("description")), name, "")
         return fields, labels, rest, misspelt
 
     def _sign_in_asks(self, message: str, fields: list[_Field], add: Callable[[str, str], None]) -> None:
@@ -390,6 +416,22 @@ class SensitiveFieldDetector:
             if _SIGN_IN.search(normalize_text(message)) or any(
                     self._identity(other) for other in fields if other is not field and other.kind is _FREE):
                 add("password", field.path + (".title" if field.title else ""))
+
+    def _fragment_asks(self, message: str, fields: list[_Field], add: Callable[[str, str], None]) -> None:
+        """A choice whose options are pieces of a secret ("Select word #3 of your recovery phrase" over
+        BIP-39 words, "Last digit of your PIN" over 0-9), on a form that names that kind of secret."""
+        for field in fields:
+            if field.kind is not _OTHER:
+                continue
+            kind = _options(field.schema)
+            if kind is None:
+                continue
+            wanted = _FRAGMENT_OF[kind]
+            for text in (field.title, field.description, field.name, message):
+                scan = self._scan(text, True)
+                if not wanted.isdisjoint(scan.asked | scan.about):
+                    add(kind, field.path)
+                    break
 
     def _joined_asks(self, message: str, receivers: list[_Field], add: Callable[[str, str], None]) -> None:
         """An ask spread over two texts: message + the field it points at, or a title + its description
@@ -534,18 +576,29 @@ class SensitiveFieldDetector:
                     and (f.kind is not _NUMBER or self._generic(f))]
             # The message points at the one field that can take the answer, or at a field whose label
             # says nothing of its own ("Value", "Type it here").
-            if not able or (len(able) > 1 and not any(self._generic(f) for f in able)):
+            if not able or (len(able) > 1 and not any(self._generic(f) for f in able)
+                            and not self._quoted(message, able)):
                 continue
             if category == "pin" and _postal(message, *(f.name + " " + f.title + " " + f.description for f in fields)):
                 continue
             add(category, "message")
 
     @staticmethod
+    def _quoted(message: str, able: list[_Field]) -> bool:
+        """Whether the message names one of the fields by its label in quotes ("type it in the 「入力欄」
+        field", "in the box "Value""): that field is the one it points at."""
+        if not _QUOTE_OPEN.search(message):
+            return False
+        quoted = {normalize_text(q).strip() for q in _QUOTED.findall(message)}
+        return sum(normalize_text(f.title or f.name).strip() in quoted for f in able) == 1
+
+    @staticmethod
     def _note(field: _Field) -> bool:
-        """A notes field ("Comments (optional)", "Poznámka"): free remarks, not an answer to the message."""
+        """A notes field ("Comments (optional)", "Poznámka"): free remarks, not an answer to the message.
+        A label of generic words only ("Information", "Value") is no notes field: it says nothing."""
         words = words_of(_REMARK.sub(" ", field.title or field.name))
         return bool(words) and all(w in _NOTE_WORDS or w in _NOTE_FILLER for w in words) and any(
-            w in _NOTE_WORDS for w in words)
+            w in _NOTE_WORDS and w not in _GENERIC_FIELD_WORDS for w in words)
 
     @staticmethod
     def _identity(field: _Field) -> bool:
