@@ -91,7 +91,10 @@ _LEET_L: Final = str.maketrans({"1": "l"})
 _ATTACHED: Final = 2
 _SECRET_KINDS: Final = frozenset({TERM, REVERSED, PHRASE})
 _STRONG, _WEAK, _CONCEPTS_ONLY = 3, 2, 1
-_WORD_RUN: Final = re.compile(r"[^\W\d_]{3,}")
+_INDIC_MARK: Final = re.compile("[\u093c-\u094d\u09bc-\u09cd\u0a3c-\u0a4d\u0abc-\u0acd\u0b3c-\u0b4d"
+                                "\u0bbe-\u0bcd\u0c3e-\u0c4d\u0cbc-\u0ccd\u0d3e-\u0d4d\u0dca-\u0ddf]")
+# Letters, and the marks inside Indic and South-East Asian words (vowel signs, viramas).
+_WORD_RUN: Final = re.compile(rf"(?:[^\W\d_]|[\u0300-\u036f{_MARK_BLOCKS}]){{3,}}")
 _GOVERNOR_GAP: Final = 11
 _AFTER_GAP: Final = 3
 _CLAUSE_WIDE: Final = 40  # "why", "how many": their question covers the clause that follows
@@ -145,8 +148,14 @@ def squash(folded: str) -> str:
 
 
 def _wordlike(word: str) -> bool:
-    """Letters only; folded Cyrillic and Greek may hold a skeleton digit ("з" looks like "3")."""
-    return word.isalpha() or (not word.isascii() and word.isalnum() and not word.isdigit())
+    """Letters only; folded Cyrillic and Greek may hold a skeleton digit ("з" looks like "3"); Indic and
+    South-East Asian words hold vowel signs and viramas (marks, not letters, to `str.isalpha`)."""
+    if word.isalpha():
+        return True
+    if word.isascii():
+        return False
+    return (word.isalnum() and not word.isdigit()) or (
+        any(c.isalpha() for c in word) and all(c.isalnum() or unicodedata.category(c) in ("Mn", "Mc") for c in word))
 
 
 class _Entry(NamedTuple):  # a NamedTuple: about 45 000 are built when the lexicon loads
@@ -460,7 +469,7 @@ class Lexicon:
         self._word_deletes = word_deletes
         self._long_by_first: dict[tuple[str, int], list[str]] = {}
         for word in sorted(b.term_words):
-            if len(word) >= _TYPO2_MIN:
+            if len(word) >= _TYPO2_MIN or (len(word) >= _TYPO_MIN - 1 and _INDIC_MARK.search(word) is not None):
                 self._long_by_first.setdefault((word[0], len(word)), []).append(word)
         self._concepts_by_first: dict[tuple[str, int], list[str]] = {}
         for key, entries in b.entries.items():
@@ -881,7 +890,10 @@ class Lexicon:
 
     def _near_word(self, word: str, label: bool, swaps_only: bool = False) -> str | None:
         near = self._one_edit(word, label, swaps_only)
-        if near is None and not swaps_only and len(word) >= _TYPO2_MIN:
+        # An Indic letter is often two code points (a consonant and its virama, a vowel sign): dropping one
+        # letter of a conjunct is two edits, in words shorter than `_TYPO2_MIN` ("पासवड" for "पासवर्ड").
+        if near is None and not swaps_only and (len(word) >= _TYPO2_MIN or (
+                len(word) >= _TYPO_MIN - 1 and _INDIC_MARK.search(word) is not None)):
             near = self._two_edits(word, label)
         return near
 
