@@ -340,6 +340,10 @@ class Lexicon:
         for data in languages:
             lang = str(data.get("lang", "?"))
             langs.append(lang)
+            for phrase in (*data.get("identity_fields", ()), *data.get("note_fields", ())):
+                # Everyday labels (a phone, a company, notes) are words as written, never a misspelt secret
+                # noun ("الجوال", the mobile, is not "الجواز", the passport).
+                b.known_words.update(w for w in _SEPARATORS.split(normalize_text(phrase)) if w)
             words_here = lang_words.setdefault(lang, set())
             texts = [*data.get("ask_by_description", ()), *(t for ts in data.get("families", {}).values() for t in ts)]
             for text in texts:
@@ -1203,6 +1207,8 @@ def _acronym_shown(key: str, original: str) -> bool:
     if re.search(rf"(?<![A-Za-z]){re.escape(key.upper())}(?![a-z])", visible):
         return True
     words = [w for w in _SEPARATORS.split(_INVISIBLE.sub("", original).strip()) if w]
+    if not original.isascii() and any(w.isupper() and normalize_text(w) == key for w in words):
+        return True  # capitals of any script or style, marks aside ("EГН" with a Latin E, "ṄȦṠ", "ＴＡＮ")
     if len(key) == 2:
         return len(words) == 1  # "ww", "mk": only as the whole label
     return len(words) <= (1 if len(key) == 3 else 2)

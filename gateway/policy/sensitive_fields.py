@@ -178,32 +178,7 @@ _SIGN_IN_ONLY: Final = frozenset(normalize_text(w) for w in _load_common().get("
 _SIGN_IN_INITIALS: Final = frozenset(w[:1] for w in _SIGN_IN_ONLY)
 _SIGN_IN: Final = _word_pattern(_load_common().get("sign_in_context", ()))
 # Fields whose answer is who or where the user is, never a secret: not receivers for a message's ask.
-_IDENTITY: Final = _phrase_matcher((
-    "username", "user name", "login name", "email", "e-mail", "nickname", "full name", "first name", "last name",
-    "phone", "mobile", "address", "comment", "comments", "reason", "feedback", "company", "city", "country",
-    "usuario", "nombre de usuario", "utilisateur", "nom d utilisateur", "benutzername", "nome utente", "usuário",
-    "gebruikersnaam", "nazwa użytkownika", "kullanıcı adı", "логин", "имя пользователя", "用户名", "用戶名",
-    "ユーザー名", "사용자 이름", "아이디", "اسم المستخدم", "उपयोगकर्ता नाम",
-    "teléfono", "téléphone", "telefon", "telefone", "telefono", "телефон", "电话", "電話", "手机号", "手機號",
-    "携帯", "전화", "휴대폰", "هاتف", "फ़ोन", "फोन", "handy", "celular", "móvil", "numer telefonu",
-    "correo", "courriel", "почта", "邮箱", "郵箱", "メール", "이메일", "البريد",
-    "nombre", "nom", "nome", "имя", "姓名", "名前", "이름", "الاسم", "नाम", "naam",
-    "dirección", "adresse", "indirizzo", "endereço", "адрес", "地址", "住所", "주소", "العنوان", "पता",
-    "kommentar", "comentario", "commentaire", "commento", "комментарий", "备注", "评论", "コメント", "댓글", "메모",
-    "ciudad", "ville", "stadt", "город", "城市",
-    # Phone, e-mail, name and address in more languages and scripts.
-    "เบอร์โทร", "เบอร์โทรศัพท์", "อีเมล", "ชื่อ", "ที่อยู่", "رقم الجوال", "رقم الهاتف", "الجوال", "الهاتف",
-    "البريد الإلكتروني", "מספר טלפון", "טלפון", "דוא\"ל", "אימייל", "כתובת", "شماره موبایل", "شماره تلفن",
-    "موبایل", "ایمیل", "آدرس", "نام", "فون نمبر", "موبائل", "ای میل", "پتہ", "मोबाइल नंबर", "मोबाइल", "ईमेल",
-    "মোবাইল", "ফোন", "ইমেইল", "নাম", "ঠিকানা", "கைபேசி", "தொலைபேசி", "மின்னஞ்சல்", "பெயர்", "முகவரி",
-    "మొబైల్", "ఫోన్", "ఇమెయిల్", "పేరు", "చిరునామా", "số điện thoại", "điện thoại", "họ tên", "địa chỉ",
-    "nomor telepon", "nomor hp", "no hp", "telepon", "alamat", "nama", "nombor telefon", "emel",
-    "numero ng telepono", "pangalan", "tirahan", "telefonnummer", "handynummer", "numéro de téléphone",
-    "número de teléfono", "numero di telefono", "número de telefone", "telefoonnummer", "numer telefonu",
-    "telefonní číslo", "telefonszám", "puhelinnumero", "telefonnummer", "номер телефона", "номер телефону",
-    "telefon numarası", "e-posta", "αριθμός τηλεφώνου", "τηλέφωνο", "手机号码", "手機號碼", "电话号码", "電話番号",
-    "携帯番号", "전화번호", "휴대폰 번호", "이메일 주소", "nambari ya simu", "barua pepe",
-))
+_IDENTITY: Final = _phrase_matcher(_load_common().get("identity_fields", ()))
 _GENERIC_FIELD_WORDS: Final = frozenset({
     "value", "code", "answer", "input", "text", "response", "field", "entry", "data", "it", "string", "digits",
     "here", "reply", "secret", "key", "val", "v", "x", "q", "a", "s", "field1", "field0", "field2", "input1",
