@@ -71,6 +71,7 @@ _CONSTRAINED_FORMATS: Final = frozenset({"email", "idn-email", "uri", "iri", "ur
                                          "time", "duration", "hostname", "idn-hostname", "ipv4", "ipv6", "uuid"})
 _QUIET_CACHE: Final = 4096
 _PROSE_SPACES: Final = 4
+_SENTENCE_ENDS: Final = (".", "!", "?", "。", "！", "？", "؟", "।")
 _QUOTE_OPEN: Final = re.compile("[\"'«»„“”‘’「」『』《》〈〉]")
 _QUOTED: Final = re.compile("[\"“”„«»‘’'「『《〈]([^\"“”„«»‘’'「」『』《》〈〉\n]{1,60})[\"“”«»‘’'」』》〉]")
 _REMARK: Final = re.compile(r"[(（][^()（）]*[)）]")
@@ -421,7 +422,10 @@ class SensitiveFieldDetector:
                 if field.description:
                     pairs.append((message, label + ". " + field.description))
             for before, after in pairs:
-                joined = self._scan(before + " " + after, True).asked
+                # A text that ends its sentence does not run on into the next one as words ("... log in." +
+                # "Details" is no "login details"); a description spread over both still counts.
+                glue = "\n" if before.rstrip().endswith(_SENTENCE_ENDS) else " "
+                joined = self._scan(before + glue + after, True).asked
                 if not joined:
                     continue
                 alone = self._scan(before, True).asked | self._scan(after, True).asked
