@@ -9,6 +9,7 @@ NPM_STAMP := tests/npm/node_modules/.installed
 CONFORMANCE_STAMP := tests/conformance/node_modules/.installed
 
 .PHONY: run test lint unit bench bench-quick bench-tools bench-profile bench-sessions check-schema clean deploy-check conformance conformance-ci \
+	lexicon-real-words \
 	conformance-tools fuzz soak burst browser
 
 $(STAMP): pyproject.toml
@@ -59,7 +60,7 @@ unit: $(STAMP)
 	$(PY) -m pytest tests/unit
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check gateway tests bench examples fuzz
+	$(VENV)/bin/ruff check gateway tests bench examples fuzz scripts
 	$(VENV)/bin/mypy
 	$(PY) -m gateway.policy.schema_export --check policies/schema.json
 	$(PY) -m gateway.config_reference --check docs/configuration.md
@@ -141,6 +142,12 @@ bench-quick: bench-tools
 # tools/call echo at concurrency 32; prints the top functions by own and inclusive time.
 bench-profile: bench-tools
 	$(PY) bench/profile_gateway.py --seconds 15 --out bench/.venv/gateway-stacks.txt
+
+# Regenerates gateway/policy/data/lexicon/_real_words.json (everyday words read as themselves, never as a
+# misspelt secret noun) from wordfreq's lists, installed here on demand: run it after changing the lexicon.
+lexicon-real-words: $(STAMP)
+	$(PY) -m pip install --quiet 'wordfreq==3.1.1'
+	$(PY) scripts/lexicon_real_words.py
 
 # Session figures only: 10,000 idle sessions against the gateway and a plain aiohttp forwarder.
 bench-sessions: $(STAMP)

@@ -331,7 +331,7 @@ class Lexicon:
     """All languages' phrases in one automaton; `scan` reads one text."""
 
     def __init__(self, languages: Iterable[Mapping[str, Any]], extra_terms: Iterable[str] = (),
-                 concepts: Mapping[str, Any] | None = None) -> None:
+                 concepts: Mapping[str, Any] | None = None, real_words: Iterable[str] = ()) -> None:
         b = _Builder()
         self.languages: tuple[str, ...] = ()
         langs = []
@@ -464,7 +464,9 @@ class Lexicon:
         self._cues = b.cues
         self._typo_terms = b.typo_terms
         self._typo_term_set = frozenset(b.typo_terms)
-        self._known = frozenset(b.known_words | _COMMON_WORDS)
+        # Words people really write are read as themselves, never as a misspelt secret noun (`real_words`:
+        # generated from word-frequency lists, see scripts/lexicon_real_words.py).
+        self._known = frozenset(b.known_words | _COMMON_WORDS | frozenset(real_words))
         self._term_words = frozenset(b.term_words)
         word_deletes: dict[str, str] = {}
         for word in sorted(b.term_words):
@@ -530,6 +532,16 @@ class Lexicon:
             if last + 1 == len(squashed) and any(e.kind in (TERM, PHRASE) for e in entries):
                 return True
         return self._correct(words[-1], True) is not None
+
+    def correction(self, word: str) -> str | None:
+        """The secret noun this folded label word would be read as, if it is misspelt."""
+        return self._correct(word, True)
+
+    def misreads(self, word: str) -> bool:
+        """Whether the spelling readings would take this folded word for a misspelt secret noun or description
+        word (scripts/lexicon_real_words.py keeps the real words among them)."""
+        return word not in self._known and _wordlike(word) and (
+            self._correct(word, True) is not None or self._concept_fix(word) is not None)
 
     def head_governs(self, identifier: str) -> bool:
         """Whether a property name of several words ends in a governor: `key_label`, `token_nickname`,
@@ -1246,13 +1258,22 @@ def words_of(text: str) -> tuple[str, ...]:
 
 
 _CONCEPTS_FILE: Final = "_concepts.json"
+_REAL_WORDS_FILE: Final = "_real_words.json"
 
 
 def _lexicon_files() -> Iterator[Mapping[str, Any]]:
     folder = resources.files("gateway.policy").joinpath("data/lexicon")
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".json") and entry.name != _CONCEPTS_FILE:
+        if entry.name.endswith(".json") and entry.name not in (_CONCEPTS_FILE, _REAL_WORDS_FILE):
             yield json.loads(entry.read_text(encoding="utf-8"))
+
+
+def builtin_real_words() -> tuple[str, ...]:
+    """Everyday words read as themselves (`_real_words.json`; empty when the file is absent)."""
+    entry = resources.files("gateway.policy").joinpath(f"data/lexicon/{_REAL_WORDS_FILE}")
+    if not entry.is_file():
+        return ()
+    return tuple(json.loads(entry.read_text(encoding="utf-8")).get("words", ()))
 
 
 @functools.lru_cache(maxsize=1)
@@ -1269,4 +1290,4 @@ def builtin_language_data() -> tuple[Mapping[str, Any], ...]:
 @functools.lru_cache(maxsize=1)
 def load_builtin_lexicon() -> Lexicon:
     """The bundled lexicon, built once per process."""
-    return Lexicon(builtin_language_data(), (), builtin_concepts())
+    return Lexicon(builtin_language_data(), (), builtin_concepts(), builtin_real_words())

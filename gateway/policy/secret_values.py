@@ -20,8 +20,8 @@ import re
 from collections import Counter
 from typing import Final
 
-__all__ = ["fragment_kind", "hex_key_shown", "looks_like_secret", "pattern_asks_for_secret", "pattern_sample", "text_shows_secret",
-           "value_secret_kind"]
+__all__ = ["fragment_kind", "hex_key_shown", "looks_like_secret", "pattern_asks_for_secret", "pattern_sample",
+           "text_shows_secret", "value_secret_kind"]
 
 
 def _detect_secrets_patterns() -> list[str]:
@@ -227,7 +227,8 @@ def hex_key_shown(text: str, context: str) -> bool:
     shorter = _KEY_WORDS.search(context) is not None
     for match in (_HEX_RUN if shorter else _HEX_RUN_64).finditer(text):
         start, end = match.span()
-        if (end - start != 64 and not (shorter and 32 <= end - start < 64)) or (end < len(text) and text[end].isalnum()):
+        length = end - start
+        if (length != 64 and not (shorter and 32 <= length < 64)) or (end < len(text) and text[end].isalnum()):
             continue
         if start > 0 and text[start - 1].isalnum() and not (
                 text[start - 2:start] in ("0x", "0X") and (start < 3 or not text[start - 3].isalnum())):

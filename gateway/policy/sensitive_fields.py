@@ -71,6 +71,7 @@ _CONSTRAINED_FORMATS: Final = frozenset({"email", "idn-email", "uri", "iri", "ur
                                          "time", "duration", "hostname", "idn-hostname", "ipv4", "ipv6", "uuid"})
 _QUIET_CACHE: Final = 4096
 _PROSE_SPACES: Final = 4
+_DIGIT: Final = re.compile(r"\d")
 _SENTENCE_ENDS: Final = (".", "!", "?", "。", "！", "？", "؟", "।")
 _QUOTE_OPEN: Final = re.compile("[\"'«»„“”‘’「」『』《》〈〉]")
 _QUOTED: Final = re.compile("[\"“”„«»‘’'「『《〈]([^\"“”„«»‘’'「」『』《》〈〉\n]{1,60})[\"“”«»‘’'」』》〉]")
@@ -369,13 +370,14 @@ class SensitiveFieldDetector:
                 title = title if isinstance(title, str) else ""
                 labels.append(title or name)
                 if " " in title and len(title) - title.count(" ") in heads.get(
-                        title[:5].replace(" ", "")[:4].lower(), ()):
-                    misspelt.append(title)
+                        title[:5].replace(" ", "")[:4].lower(), ()) and _DIGIT.search(title) is None:
+                    misspelt.append(title)  # (a label with a digit is never one noun misspelt)
                 if isinstance(description, str) and description:
                     rest += (title, description, name, "")
                 else:
                     rest += (name, "")  # the title is among the labels already
-            elif _options(prop_schema) is not None:
+            elif ("enum" in prop_schema or "oneOf" in prop_schema or "items" in prop_schema) \
+                    and _options(prop_schema) is not None:
                 # A choice of secret fragments is read too (`_fragment_asks`).
                 rest += (_text(prop_schema.get("title")), _text(prop_schema.get("description")), name, "")
         return fields, labels, rest, misspelt
