@@ -303,7 +303,10 @@ _HANGUL_WORD: Final = re.compile("[\uac00-\ud7af]+")
 _NOT_SECRET_ACRONYMS: Final = frozenset({"sms", "atm", "id", "api", "sim", "iban", "pdf", "url", "app", "usb", "qr",
                                          "ssh", "pgp", "gpg", "rsa", "pem", "csr", "cli", "ci", "ip", "dns", "vpn",
                                          "pc", "tv", "nfc", "emv", "kyc", "upi", "bic", "swift", "eu", "uk", "us",
-                                         "wifi", "wlan", "nr", "no", "nº", "otp", "pin", "tan"})
+                                         "wifi", "wlan", "nr", "no", "nº", "otp", "pin", "tan",
+                                         # brands, protocols and card schemes named beside a secret
+                                         "fb", "ig", "qq", "rest", "jwt", "wep", "wpa", "chi", "dl", "kis", "aya",
+                                         "jcb", "visa", "лк", "商户api"})
 _NUMBER_WORDS: Final = frozenset({"number", "numero", "nummer", "numer", "cislo", "szam", "numar", "numri", "no",
                                   "nr", "nº", "n", "num", "nombor", "nomor", "code", "codigo", "kod", "kode"})
 # Words an identifier ends with that say nothing of what it holds (`pin_code`, `password_value`).
@@ -956,12 +959,12 @@ class Lexicon:
 
     def _expand_abbreviation(self, word: str) -> str | None:
         """A vowel-less abbreviation ("pswd", "tkn") of a secret noun: its letters in order, same first
-        and last consonant, at least half of the noun's consonants."""
+        and last consonant, at least two thirds of the noun's consonants."""
         for term, _ in self._abbreviable:
             if term[0] != word[0]:
                 continue
             consonants = [c for c in term if c not in _VOWELS]
-            if word[-1] != consonants[-1] or 2 * len(word) < len(consonants):
+            if word[-1] != consonants[-1] or 3 * len(word) < 2 * len(consonants):
                 continue
             rest = iter(term)
             if all(c in rest for c in word):
