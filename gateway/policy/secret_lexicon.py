@@ -1222,8 +1222,11 @@ def _acronym_shown(key: str, original: str) -> bool:
     if re.search(rf"(?<![A-Za-z]){re.escape(key.upper())}(?![a-z])", visible):
         return True
     words = [w for w in _SEPARATORS.split(_INVISIBLE.sub("", original).strip()) if w]
-    if not original.isascii() and any(w.isupper() and normalize_text(w) == key for w in words):
-        return True  # capitals of any script or style, marks aside ("EГН" with a Latin E, "ṄȦṠ", "ＴＡＮ")
+    if not original.isascii():
+        bare = "".join(c for c in unicodedata.normalize("NFD", _INVISIBLE.sub("", original))
+                       if not unicodedata.combining(c))
+        if any(w.isupper() and normalize_text(w) == key for w in _SEPARATORS.split(bare) if w):
+            return True  # capitals of any script or style, marks aside ("EГН" with a Latin E, "ṄȦṠ", "ＴＡＮ")
     if len(key) == 2:
         return len(words) == 1  # "ww", "mk": only as the whole label
     return len(words) <= (1 if len(key) == 3 else 2)

@@ -406,8 +406,10 @@ class SensitiveFieldDetector:
                 continue
             wanted = _FRAGMENT_OF[kind]
             for text in (field.title, field.description, field.name, message):
-                scan = self._scan(text, True)
-                if not wanted.isdisjoint(scan.asked | scan.about):
+                # Word by word too: "the second digit of your PIN" names the PIN even where the whole text
+                # reads as a description of something else.
+                scans = [self._scan(text, True), *(self._scan(w, False) for w in text.split() if len(w) >= 3)]
+                if any(not wanted.isdisjoint(scan.asked | scan.about) for scan in scans):
                     add(kind, field.path)
                     break
 

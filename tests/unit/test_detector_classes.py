@@ -942,3 +942,57 @@ def test_blind4_missed_classes_are_blocked(params: dict[str, Any]) -> None:
 ])
 def test_blind4_false_block_classes_pass(params: dict[str, Any]) -> None:
     assert not blocked(params), (params, DETECTOR.find(params))
+
+
+# -- classes fixed after blind set 5 (docs/sensitive-fields.md, "Classes") ----------------------------------
+
+BIP39_SAMPLE = ["orbit", "velvet", "harvest", "lizard", "cabin", "noble"]
+
+
+@pytest.mark.parametrize("params", [
+    # A choice whose options are pieces of a secret, on a form that names it.
+    form("Wallet check", w={"type": "string", "title": "Pick word 5 of your seed phrase", "enum": BIP39_SAMPLE}),
+    form("Kontrola karty", d={"type": "string", "title": "Druhá číslice vašeho PINu",
+                              "enum": [str(i) for i in range(10)]}),
+    # A message that quotes the label of the field it means, among fields with labels of their own.
+    form('Bitte geben Sie im Feld "Eingabe" Ihr aktuelles Passwort ein.',
+         n={"type": "string", "title": "Nachname"}, e={"type": "string", "title": "Eingabe"}),
+    # "Information" says nothing of its own: the message's ask points at it.
+    form("Informe a senha do roteador para o técnico.", i={"type": "string", "title": "Informação"}),
+    # Indic words keep their vowel signs and viramas: a typo in them is read as the noun.
+    form("लॉगिन", p={"type": "string", "title": "पासवरड"}),
+    form("உள்நுழைவு", p={"type": "string", "title": "கடவுச்சொள்"}),
+    # Capitals with marks or of another script are an acronym written in capitals.
+    form("Inscription", n={"type": "string", "title": "N̈ÄS̈"}),
+    # The characters typed at the lock screen, in Chinese and Swedish.
+    form("同步", u={"type": "string", "title": "你每次在锁屏界面输入的字符"}),
+    form("Flytt", k={"type": "string", "title": "Vilken kod slår du in för att låsa upp din telefon?"}),
+])
+def test_blind5_missed_classes_are_blocked(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+@pytest.mark.parametrize("params", [
+    # A notes field never receives the secret a message names.
+    form("Haben Sie Ihr Passwort geändert?", j={"type": "boolean", "title": "Ja"},
+         n={"type": "string", "title": "Bemerkungen (optional)"}),
+    form("¿Recibiste el código por SMS?", s={"type": "boolean", "title": "Sí"},
+         n={"type": "string", "title": "Observaciones"}),
+    # Nor does a number field with a label of its own, nor a phone field in another script.
+    form("Apply for the travel card", i={"type": "number", "title": "Monthly spending (EUR)"}),
+    form("إعداد رمز التحقق", p={"type": "string", "title": "رقم الجوال"}),
+    # Everyday words are read as themselves, not as a misspelt secret noun.
+    form("Weekend", p={"type": "string", "title": "Patrol route"}),
+    form("Kayıt", s={"type": "string", "title": "Şirket adı"}),
+    # Being asked for a secret, reported after the fact.
+    form("Betrugsmeldung: Hat jemand Sie nach Ihrer PIN gefragt?", a={"type": "string", "title": "Absender"}),
+    # A public key, "without", a code generator, a sentence that ends before the label.
+    form("Deploy", k={"type": "string", "title": "Klucz publiczny SSH"}),
+    form("Limits", m={"type": "integer", "title": "Maximalbetrag ohne PIN"}),
+    form("OTP 생성기 교체 신청", a={"type": "string", "title": "주소"}),
+    form("Describe what happened when you tried to log in.", d={"type": "string", "title": "Details"}),
+    # A choice of ordinary words is no piece of a secret when nothing names one.
+    form("Lunch order", f={"type": "string", "title": "Pick a fruit", "enum": ["apple", "banana", "orange", "lemon"]}),
+])
+def test_blind5_false_block_classes_pass(params: dict[str, Any]) -> None:
+    assert not blocked(params), (params, DETECTOR.find(params))
