@@ -306,7 +306,7 @@ _NOT_SECRET_ACRONYMS: Final = frozenset({"sms", "atm", "id", "api", "sim", "iban
                                          "wifi", "wlan", "nr", "no", "nº", "otp", "pin", "tan",
                                          # brands, protocols and card schemes named beside a secret
                                          "fb", "ig", "qq", "rest", "jwt", "wep", "wpa", "chi", "dl", "kis", "aya",
-                                         "jcb", "visa", "лк", "商户api"})
+                                         "jcb", "visa", "лк", "商户api", "aba", "sgk"})
 _NUMBER_WORDS: Final = frozenset({"number", "numero", "nummer", "numer", "cislo", "szam", "numar", "numri", "no",
                                   "nr", "nº", "n", "num", "nombor", "nomor", "code", "codigo", "kod", "kode"})
 # Words an identifier ends with that say nothing of what it holds (`pin_code`, `password_value`).
