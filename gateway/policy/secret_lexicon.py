@@ -348,7 +348,10 @@ class Lexicon:
                 # noun ("الجوال", the mobile, is not "الجواز", the passport).
                 b.known_words.update(w for w in _SEPARATORS.split(normalize_text(phrase)) if w)
             words_here = lang_words.setdefault(lang, set())
-            texts = [*data.get("ask_by_description", ()), *(t for ts in data.get("families", {}).values() for t in ts)]
+            # Romanized languages ("fa-Latn") mix in English words ("name karbari"): their words do not make an
+            # English governor another language's ordinary word.
+            texts = [] if lang.endswith("-Latn") else [
+                *data.get("ask_by_description", ()), *(t for ts in data.get("families", {}).values() for t in ts)]
             for text in texts:
                 words_here.update(w for w in _SEPARATORS.split(normalize_text(str(text).strip("*~="))) if w)
             for words in data.get("benign_ask", {}).values():
