@@ -234,6 +234,11 @@ def _options(schema: Mapping[str, Any]) -> str | None:
     return fragment_kind(options) if len(options) >= 4 else None
 
 
+def _setting(schema: Mapping[str, Any]) -> bool:
+    default = schema.get("default")
+    return isinstance(default, int | float) and not isinstance(default, bool)
+
+
 class _Field(NamedTuple):
     name: str  # decoded (`decode_escapes`): what the detector reads
     schema: Mapping[str, Any]
@@ -440,6 +445,10 @@ class SensitiveFieldDetector:
     def _field_asks(self, field: _Field, message: str, add: Callable[[str, str], None]) -> bool:
         """Adds the field's own asks; returns whether the field is *about* a secret (governed)."""
         path = field.path
+        if field.kind is _NUMBER and _setting(field.schema):
+            # A number the form fills in for the user ("OTP validity (seconds)", default 120; "PIN length",
+            # default 4) is a setting: a PIN or a code is never pre-filled.
+            return True
         if field.kind in _TYPED:
             self._marker_asks(field, add)
         title, description = field.title, field.description
