@@ -188,6 +188,8 @@ _GENERIC_FIELD_WORDS: Final = frozenset({
     "current", "new", "old", "again", "repeat", "retype", "re", "enter", "type", "your", "the", "one", "once",
     "f", "wert", "valor", "valeur", "valore", "waarde", "wartość", "значение", "值", "値", "값",
     "codigo", "código", "kod", "kód", "код", "码", "コード", "코드",
+    "érték", "hodnota", "arvo", "vrijednost", "vrednost", "nilai", "værdi", "verdi", "värde", "valoare", "стойност",
+    "vērtība", "reikšmė", "väärtus", "τιμή", "değer", "قيمة", "ערך", "مقدار", "मान", "giá trị", "ค่า", "값",
     # "Information" says as little as "Value".
     "information", "info", "informação", "informacao", "información", "informacion", "informations",
     "informazioni", "informatie", "informacja", "informace", "информация", "信息", "情報", "정보",
@@ -396,8 +398,10 @@ class SensitiveFieldDetector:
             if len(label) > 12 or (label.isascii() and label[:1].lower() not in _SIGN_IN_INITIALS) \
                     or normalize_text(label).strip(" :*") not in _SIGN_IN_ONLY:
                 continue
+            # Who you are: a username, phone or e-mail field (an e-mail field is `format: email`, a choice kind).
             if _SIGN_IN.search(normalize_text(message)) or any(
-                    self._identity(other) for other in fields if other is not field and other.kind is _FREE):
+                    self._identity(other) for other in fields if other is not field
+                    and (other.kind is _FREE or other.schema.get("format") in ("email", "idn-email"))):
                 add("password", field.path + (".title" if field.title else ""))
 
     def _fragment_asks(self, message: str, fields: list[_Field], add: Callable[[str, str], None]) -> None:
@@ -612,28 +616,39 @@ class SensitiveFieldDetector:
     def _split_words(self, message: str, fields: list[_Field], add: Callable[[str, str], None]) -> None:
         """A secret noun cut in two across neighbouring texts: message "Enter your pass" + title "word"."""
         previous = message
+        # A message that stops mid-sentence ("..., please enter your pass") may be cut before any field's label.
+        cut = bool(message) and not message.rstrip().endswith(_SENTENCE_ENDS)
         for field in fields:
             title = field.title
             current = title or field.name
             if field.kind != _OTHER and current:
-                pairs = [(previous, current)] if previous else []
+                pairs = [(previous, current, previous is message and cut)] if previous else []
+                if cut and previous is not message:
+                    pairs.append((message, current, True))
                 description = field.description
                 if description and title:
-                    pairs.append((title, description))
-                for before, after in pairs:
-                    category = self._joined(before, after)
+                    pairs.append((title, description, False))
+                for before, after, open_end in pairs:
+                    category = self._joined(before, after, open_end)
                     if category is not None and _receives(category, field.kind):
                         add(category, field.path)
             previous = current
 
-    def _joined(self, before: str, after: str) -> str | None:
-        if " " in before.strip() and " " in after.strip():
+    def _joined(self, before: str, after: str, open_end: bool = False) -> str | None:
+        if " " in before.strip() and " " in after.strip() and not open_end:
             return None  # two texts of several words each: not a word cut in two
         left = words_of(before)
         right = words_of(after)
-        if not left or not right or (len(left) != 1 and len(right) != 1):
+        if not left or not right or (len(left) != 1 and len(right) != 1 and not open_end):
             return None
-        return self._joined_category(left[-1], right[0])
+        found = self._joined_category(left[-1], right[0])
+        if found is None and open_end and len(right[0]) > 4:
+            # The second half may carry an ending ("titkos" + "kulcsot": the key, accusative).
+            for cut in (1, 2):
+                found = self._joined_category(left[-1], right[0][:-cut])
+                if found is not None:
+                    break
+        return found
 
     @functools.lru_cache(maxsize=16384)  # noqa: B019 - one detector per policy, kept for the process
     def _joined_category(self, last: str, first: str) -> str | None:

@@ -282,6 +282,7 @@ def ascii_capitals(text: str) -> str:
     return _MIXED_WORD.sub(_latin_capitals, text)
 
 
+_JAMO: Final = re.compile("[\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]")
 # Letters drawn with slashes and bars ("CV\/", "|\|", "|\/|"), read as the letter they draw.
 _DRAWN_LETTERS: Final = re.compile(r"\|\\/\||\\/\\/|\|\\\||\\/")
 _DRAWN: Final = {"|\\/|": "m", "\\/\\/": "w", "|\\|": "n", "\\/": "v"}
@@ -294,6 +295,8 @@ def normalize_text(text: str) -> str:
     if text.isascii():
         # NFKC, marks and the skeleton are no-ops on ASCII; control characters become spaces.
         return text.lower()
+    if _JAMO.search(text):
+        text = unicodedata.normalize("NFC", text)  # Hangul written as conjoining jamo: the syllables they make
     return undo_overrides(text).translate(_TABLE)
 
 
