@@ -189,7 +189,7 @@ _GENERIC_FIELD_WORDS: Final = frozenset({
     "f", "wert", "valor", "valeur", "valore", "waarde", "wartość", "значение", "值", "値", "값",
     "codigo", "código", "kod", "kód", "код", "码", "コード", "코드",
     "érték", "hodnota", "arvo", "vrijednost", "vrednost", "nilai", "værdi", "verdi", "värde", "valoare", "стойност",
-    "vērtība", "reikšmė", "väärtus", "τιμή", "değer", "قيمة", "ערך", "مقدار", "मान", "giá trị", "ค่า", "값",
+    "vērtība", "reikšmė", "väärtus", "τιμή", "değer", "قيمة", "ערך", "مقدار", "मान", "giá trị", "ค่า",
     # "Information" says as little as "Value".
     "information", "info", "informação", "informacao", "información", "informacion", "informations",
     "informazioni", "informatie", "informacja", "informace", "информация", "信息", "情報", "정보",
