@@ -236,6 +236,15 @@ def _options(schema: Mapping[str, Any]) -> str | None:
     return fragment_kind(options) if len(options) >= 4 else None
 
 
+def _seams(message: str, labels: list[str]) -> str:
+    """For the form-level pre-check: a message cut mid-word glued to every label after the first (the first
+    is beside it in the joined texts already), so that "... hes" + "lo" shows there too."""
+    if len(labels) < 3 or not message or message.rstrip().endswith(_SENTENCE_ENDS):
+        return ""
+    tail = message.rsplit(None, 1)[-1]
+    return "".join("\n" + tail + label for label in labels[2:])
+
+
 def _setting(schema: Mapping[str, Any]) -> bool:
     default = schema.get("default")
     return isinstance(default, int | float) and not isinstance(default, bool)
@@ -313,13 +322,13 @@ class SensitiveFieldDetector:
         if not (type(properties) is dict or isinstance(properties, Mapping)):
             properties = {}
         fields, labels, rest, misspelt = self._collect(properties, message, False)
-        joined = "\n".join(labels) + "\n\n" + "\n".join(rest)
+        joined = "\n".join(labels) + "\n\n" + "\n".join(rest) + _seams(message, labels)
         if "&" in joined or "%" in joined:
             # Every text is read as a user agent would render it: HTML references and percent-escapes
             # decoded (rarely needed: the check above is all the common path pays).
             message = decode_escapes(message)
             fields, labels, rest, misspelt = self._collect(properties, message, True)
-            joined = "\n".join(labels) + "\n\n" + "\n".join(rest)
+            joined = "\n".join(labels) + "\n\n" + "\n".join(rest) + _seams(message, labels)
         self._sign_in_asks(message, fields, add)
         quiet = self._quiet.get(joined)
         if quiet is None:

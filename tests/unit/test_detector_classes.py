@@ -996,3 +996,38 @@ def test_blind5_missed_classes_are_blocked(params: dict[str, Any]) -> None:
 ])
 def test_blind5_false_block_classes_pass(params: dict[str, Any]) -> None:
     assert not blocked(params), (params, DETECTOR.find(params))
+
+
+# -- classes fixed after blind set 6 (docs/sensitive-fields.md, "Classes") ----------------------------------
+
+
+@pytest.mark.parametrize("params", [
+    # A message that stops mid-word and a label that carries on, even with an ending or further down.
+    form("Pro přihlášení zadejte prosím hes", u={"type": "string", "title": "Uživatel"},
+         h={"type": "string", "title": "lo k účtu"}),
+    form("A belépéshez írd be a jel", v={"type": "string", "title": "szót (kötelező)"}),
+    # An e-mail field says who you are: a bare "Parola" beside it is the password.
+    form("Sesiune expirată", e={"type": "string", "title": "E-mail", "format": "email"},
+         p={"type": "string", "title": "Parola"}),
+    # Hangul written as conjoining jamo.
+    form("로그인", p={"type": "string", "title": "\u1107\u1175\u1106\u1175\u11af\u1107\u1165\u11ab\u1112\u1169"}),
+    # "Value" in other languages points at the field the message means.
+    form("Zadajte svoje heslo.", h={"type": "string", "title": "Hodnota"}, u={"type": "string", "title": "Poznámka k účtu"}),
+])
+def test_blind6_missed_classes_are_blocked(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+@pytest.mark.parametrize("params", [
+    # A number the form pre-fills is a setting.
+    form("Politique 2FA", v={"type": "integer", "title": "Durée de validité du code à usage unique (s)", "default": 90}),
+    form("PIN-Richtlinie", n={"type": "integer", "title": "PIN-Stellen", "default": 6}),
+    # The person responsible and a path answer something else than the secret the message names.
+    form("Rotace API klíčů: kdo ji provede?", o={"type": "string", "title": "Odpovědná osoba"}),
+    form("Dove deve leggere i segreti il servizio?", p={"type": "string", "title": "Percorso", "default": "kv/app"}),
+    # A share code that says it is no password, a KMS key alias.
+    form("比价", k={"type": "string", "title": "淘口令", "description": "分享口令，不是账户密码"}),
+    form("Cifrado", a={"type": "string", "title": "Alias de la clave maestra", "default": "alias/erp"}),
+])
+def test_blind6_false_block_classes_pass(params: dict[str, Any]) -> None:
+    assert not blocked(params), (params, DETECTOR.find(params))
