@@ -88,6 +88,7 @@ _LEET: Final = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", 
                               "@": "a", "$": "s", "!": "i", "|": "l"})
 _LEET_L: Final = str.maketrans({"1": "l"})
 
+_VERB_FINAL: Final = re.compile("[\u3040-\u30ff\uac00-\ud7af\u0900-\u0dff]")
 _ATTACHED: Final = 2
 _SECRET_KINDS: Final = frozenset({TERM, REVERSED, PHRASE})
 _STRONG, _WEAK, _CONCEPTS_ONLY = 3, 2, 1
@@ -1125,7 +1126,9 @@ class Lexicon:
                    and (label != "document" or category == "national_id")):
                 about.add(category)
                 continue
-            if any(ne <= start for _, ne, _ in negations):
+            if any(ne <= start for _, ne, _ in negations) or (
+                    negations and any(ns >= end for ns, _, _ in negations) and _VERB_FINAL.search(clause)):
+                # Japanese, Korean and Indic languages negate after the noun ("秘密鍵は貼り付けないでください").
                 about.add(category)
                 continue
             asked.add(category)
