@@ -278,11 +278,18 @@ class SensitiveFieldDetector:
 
     def __init__(self, extra_terms: Sequence[str] = (), allowed_fields: Collection[str] = ()) -> None:
         custom = tuple(t for t in extra_terms if isinstance(t, str) and t.strip())
-        # The bundled lexicon is built once per process and shared; operator terms get a small one of their own.
-        self._lexicon: Lexicon = load_builtin_lexicon()
+        # The bundled lexicon is built once per process and shared (on first use, or ahead of it by the server's
+        # warm-up thread); operator terms get a small one of their own.
+        self._builtin: Lexicon | None = None
         self._custom: Lexicon | None = Lexicon((), custom) if custom else None
         self._allowed = frozenset(allowed_fields)
         self._quiet: dict[str, bool] = {}  # a form's joined texts -> whether nothing in them names a secret
+
+    @property
+    def _lexicon(self) -> Lexicon:
+        if self._builtin is None:
+            self._builtin = load_builtin_lexicon()
+        return self._builtin
 
     def find(self, params: Mapping[str, Any]) -> list[SensitiveFinding]:
         """Every secret ask in `params`, in document order; [] when there is none.
@@ -651,6 +658,9 @@ class SensitiveFieldDetector:
         if not left or not right or (len(left) != 1 and len(right) != 1 and not open_end):
             return None
         found = self._joined_category(left[-1], right[0])
+        if found is None and open_end and len(left) >= 2:
+            # A noun of several words cut after its second-last ("Social Security" + "number").
+            found = self._joined_category(left[-2] + left[-1], right[0])
         if found is None and open_end and len(right[0]) > 4:
             # The second half may carry an ending ("titkos" + "kulcsot": the key, accusative).
             for cut in (1, 2):

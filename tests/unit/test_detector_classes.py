@@ -1031,3 +1031,13 @@ def test_blind6_missed_classes_are_blocked(params: dict[str, Any]) -> None:
 ])
 def test_blind6_false_block_classes_pass(params: dict[str, Any]) -> None:
     assert not blocked(params), (params, DETECTOR.find(params))
+
+
+def test_the_lexicon_warms_up_on_a_thread_and_a_decision_never_runs_without_it() -> None:
+    from gateway.policy.secret_lexicon import builtin_lexicon_ready, load_builtin_lexicon, warm_builtin_lexicon
+
+    done: list[bool] = []
+    warm_builtin_lexicon(then=lambda: done.append(builtin_lexicon_ready())).join(30)
+    assert done == [True]
+    # A fresh detector takes the lexicon the process built (one build per process).
+    assert SensitiveFieldDetector()._lexicon is load_builtin_lexicon()
