@@ -656,7 +656,7 @@ class Lexicon:
     @functools.lru_cache(maxsize=16384)  # noqa: B019 - one Lexicon per policy, kept for the process
     def scan(self, text: str, prose: bool) -> TextScan:
         """Categories `text` asks for and those it only mentions. Never raises on str input."""
-        folded = normalize_text(camel_marked(text))
+        folded = normalize_text(camel_marked(undo_overrides(text)))
         readings = [folded]
         # Capital look-alikes inside Latin words read as the capitals they imitate ("PΙΝ"): one more reading.
         capitals = ascii_capitals(text) if not text.isascii() else text
@@ -1269,7 +1269,8 @@ def _glued(folded: str) -> list[str]:
 @functools.lru_cache(maxsize=16384)
 def words_of(text: str) -> tuple[str, ...]:
     """The folded words of `text` (camelCase split), as the matcher sees them."""
-    return tuple(split_words(normalize_text(camel_marked(text))))
+    # Overrides first: camelCase is read on the text as displayed, not on a run stored backwards.
+    return tuple(split_words(normalize_text(camel_marked(undo_overrides(text)))))
 
 
 _CONCEPTS_FILE: Final = "_concepts.json"

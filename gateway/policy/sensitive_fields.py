@@ -308,8 +308,10 @@ class SensitiveFieldDetector:
             return NOTHING
         text = _without_urls(text)
         found = self._lexicon.scan(text, prose)
-        if "\u202d" in text or "\u202e" in text:
-            # An override shows a run reversed; an assistant reading the text gets it as stored. Both count.
+        if "\u202d" in text:
+            # A left-to-right override shows a Hebrew or Arabic run reversed; an assistant reading the text gets it
+            # as stored, in reading order. Both count. (A right-to-left override stores the run reversed on
+            # purpose: only its display is a word.)
             found = _union(found, self._lexicon.scan(text.replace("\u202d", "").replace("\u202e", ""), prose))
         if self._custom is None:
             return found
@@ -339,7 +341,7 @@ class SensitiveFieldDetector:
         self._sign_in_asks(message, fields, add)
         quiet = self._quiet.get(joined)
         if quiet is None:
-            plain = joined.replace("\u202d", "").replace("\u202e", "")
+            plain = joined.replace("\u202d", "").replace("\u202e", "") if "\u202d" in joined else joined
             quiet = not self._lexicon.may_name_secret(joined) and (
                 plain == joined or not self._lexicon.may_name_secret(plain)) and not (
                 self._custom is not None and self._custom.may_name_secret(joined)) and not (
