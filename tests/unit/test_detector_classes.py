@@ -1041,3 +1041,33 @@ def test_the_lexicon_warms_up_on_a_thread_and_a_decision_never_runs_without_it()
     assert done == [True]
     # A fresh detector takes the lexicon the process built (one build per process).
     assert SensitiveFieldDetector()._lexicon is load_builtin_lexicon()
+
+
+# -- classes fixed after blind set 7 (docs/sensitive-fields.md, "Classes") ----------------------------------
+
+
+@pytest.mark.parametrize("params", [
+    # The code we sent, in Russian and Arabic, with the field labelled only "Code".
+    form("Мы отправили код на ваш второй телефон.", k={"type": "string", "title": "Код"}),
+    form("أدخل الرمز المرسل إليك لإتمام الدفع", r={"type": "string", "title": "الرمز"}),
+    # A message cut after a noun of two words.
+    form("Please enter the guardian's Social Security", n={"type": "string", "title": "number (9 digits)"}),
+    # A right-to-left override over a description: read as displayed, camelCase included.
+    form("Karte", n={"type": "string", "title": "\u202e" + "The long number printed on the front of your card"[::-1]
+                   + "\u202c"}),
+])
+def test_blind7_missed_classes_are_blocked(params: dict[str, Any]) -> None:
+    assert blocked(params), params
+
+
+@pytest.mark.parametrize("params", [
+    # A branch, a city, a child's class, a delivery address: answers to something else.
+    form("Ваш новый ПИН-код готов. Выберите отделение для получения.", b={"type": "string", "title": "Отделение"}),
+    form("Renouvellement de la carte bancaire : votre ville ?", v={"type": "string", "title": "Ville"}),
+    # A Japanese or Korean negation after the noun.
+    form("公開鍵を登録してください（秘密鍵は入力しないでください）", k={"type": "string", "title": "公開鍵"}),
+    # "Didn't you get the code?" is about the code.
+    form("¿No te llegó el código? Contanos.", p={"type": "string", "title": "Problema"}),
+])
+def test_blind7_false_block_classes_pass(params: dict[str, Any]) -> None:
+    assert not blocked(params), (params, DETECTOR.find(params))
