@@ -30,7 +30,6 @@ from gateway.logs import get_logger
 from gateway.metrics import GatewayMetrics
 from gateway.observed import ObservedRateLimiter, ObservedUpstream, UpstreamHealth, observe_state
 from gateway.policy.policy_config import ElicitationPolicy
-from gateway.policy.secret_lexicon import builtin_lexicon_ready
 from gateway.reload import PolicyReloader
 from gateway.state.errors import StateUnavailable
 from gateway.state.rate_limiter import RateLimiter
@@ -216,10 +215,7 @@ def create_app(cfg: LoadedConfig) -> web.Application:
             await limiter.check_ready()
         except StateUnavailable:
             return web.json_response({"status": "unavailable", "state": gw.state.backend}, status=503)
-        # "policy": "warming" for about a second after start, while the lexicon is built; a form that comes
-        # then waits for it (docs/deployment.md).
         return web.json_response({"status": "ready", "servers": sorted(endpoints), "state": gw.state.backend,
-                                  "policy": "ready" if builtin_lexicon_ready() else "warming",
                                   "upstreams": {n: _health(d) for n, d in sorted(drivers.items())}})
 
     async def metrics_view(request: web.Request) -> web.StreamResponse:

@@ -28,7 +28,7 @@ import re
 import threading
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from itertools import accumulate, pairwise
@@ -45,10 +45,8 @@ __all__ = [
     "NUMERIC_CATEGORIES",
     "Lexicon",
     "TextScan",
-    "builtin_lexicon_ready",
     "load_builtin_lexicon",
     "squash",
-    "warm_builtin_lexicon",
     "words_of",
 ]
 
@@ -1308,30 +1306,11 @@ _BUILTIN_LOCK: Final = threading.Lock()
 
 
 def load_builtin_lexicon() -> Lexicon:
-    """The bundled lexicon, built once per process (about a second: see `warm_builtin_lexicon`). A caller that
-    comes while another thread builds it waits for that build."""
+    """The bundled lexicon, built once per process (about a second; the server builds it before it listens).
+    A caller that comes while another thread builds it waits for that build."""
     if _BUILTIN:
         return _BUILTIN[0]
     with _BUILTIN_LOCK:
         if not _BUILTIN:
             _BUILTIN.append(Lexicon(builtin_language_data(), (), builtin_concepts(), builtin_real_words()))
     return _BUILTIN[0]
-
-
-def builtin_lexicon_ready() -> bool:
-    return bool(_BUILTIN)
-
-
-def warm_builtin_lexicon(then: Callable[[], None] | None = None) -> threading.Thread:
-    """Builds the lexicon on a background thread, so that the server listens at once; `then` runs after the
-    build (the server freezes the new objects out of the collector's sight). A decision that comes first
-    waits for the build; it never runs without the lexicon."""
-
-    def build() -> None:
-        load_builtin_lexicon()
-        if then is not None:
-            then()
-
-    thread = threading.Thread(target=build, name="lexicon-warmup", daemon=True)
-    thread.start()
-    return thread
