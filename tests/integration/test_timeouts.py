@@ -218,4 +218,9 @@ async def test_an_answer_taken_on_another_replica_restarts_the_calls_clock(tmp_p
             assert answered_at
             assert final["error"]["code"] == -32013, final
             assert time.monotonic() - answered_at < 4  # not the server's 5 s: the clock ran again after B took the answer
+            # The log line is written just after the error goes out: give the process a moment to write it.
+            for _ in range(40):
+                if '"request.timed_out"' in a.output():
+                    break
+                await anyio.sleep(0.05)
             assert '"request.timed_out"' in a.output()
