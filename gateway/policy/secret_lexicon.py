@@ -610,7 +610,13 @@ class Lexicon:
 
     def _rule_fires(self, concepts: int) -> bool:
         """Whether some rule has all its concepts (bits; blockers are left to the full scan, text by text)."""
-        return any(all(alt & concepts for alt in needs) for needs in self._rule_masks)
+        for needs in self._rule_masks:  # plain loops: this runs on most forms, generators cost 3x
+            for alt in needs:
+                if not alt & concepts:
+                    break
+            else:
+                return True
+        return False
 
     def _needs_scan(self, folded: str, squashed: str, hits: list[tuple[int, Any]], label: bool,
                     backwards: bool | None = None) -> bool:

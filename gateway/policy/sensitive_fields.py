@@ -242,6 +242,8 @@ def _seams(message: str, labels: list[str]) -> str:
     if len(labels) < 3 or not message or message.rstrip().endswith(_SENTENCE_ENDS):
         return ""
     tail = message.rsplit(None, 1)[-1]
+    if not tail.isalpha():
+        return ""  # a word cut in two ends in letters ("hes"); "#123" or "2." cut nothing
     return "".join("\n" + tail + label for label in labels[2:])
 
 
