@@ -893,7 +893,7 @@ def test_encoded_values_are_decoded_too() -> None:
 HEX40 = "c3a91f07be52d84e6a0f19c7d2b5e83a4f6c0d1e"
 
 
-@pytest.mark.parametrize("params", [
+ASKS_AFTER_BLIND4 = [
     # A connection string whose userinfo holds a password, empty user or not; in a `format: uri` field too.
     form("Cache", u={"type": "string", "title": "Memcached URL", "default": "memcache://:hunter2hunter@mc:11211"}),
     form("DB", u={"type": "string", "title": "DSN", "format": "uri",
@@ -915,12 +915,10 @@ HEX40 = "c3a91f07be52d84e6a0f19c7d2b5e83a4f6c0d1e"
      "requestedSchema": {"type": "object", "properties": {"c": {"type": "string", "title": "Code"}}}},
     # A private key by its container format.
     form("Signing", k={"type": "string", "title": "PKCS#8 file contents"}),
-])
-def test_blind4_missed_classes_are_blocked(params: dict[str, Any]) -> None:
-    assert blocked(params), params
+]
 
 
-@pytest.mark.parametrize("params", [
+HARMLESS_AFTER_BLIND4 = [
     # Words inside a link's path name a page, not the ask.
     form("Read [the guide](https://wiki.example.com/display/SSN/Onboarding) first.", n={"type": "string", "title": "Team"}),
     # A sentence-length title that says not to put a secret in.
@@ -939,9 +937,7 @@ def test_blind4_missed_classes_are_blocked(params: dict[str, Any]) -> None:
     form("Entrega", r={"type": "string", "title": "Referencia del pin en el mapa"}),
     # A 40-hex digest next to words for a commit.
     form("Deploy", c={"type": "string", "title": "Commit", "description": f"e.g. {HEX40}"}),
-])
-def test_blind4_false_block_classes_pass(params: dict[str, Any]) -> None:
-    assert not blocked(params), (params, DETECTOR.find(params))
+]
 
 
 # -- classes fixed after blind set 5 (docs/sensitive-fields.md, "Classes") ----------------------------------
@@ -949,7 +945,7 @@ def test_blind4_false_block_classes_pass(params: dict[str, Any]) -> None:
 BIP39_SAMPLE = ["orbit", "velvet", "harvest", "lizard", "cabin", "noble"]
 
 
-@pytest.mark.parametrize("params", [
+ASKS_AFTER_BLIND5 = [
     # A choice whose options are pieces of a secret, on a form that names it.
     form("Wallet check", w={"type": "string", "title": "Pick word 5 of your seed phrase", "enum": BIP39_SAMPLE}),
     form("Kontrola karty", d={"type": "string", "title": "Druhá číslice vašeho PINu",
@@ -967,12 +963,10 @@ BIP39_SAMPLE = ["orbit", "velvet", "harvest", "lizard", "cabin", "noble"]
     # The characters typed at the lock screen, in Chinese and Swedish.
     form("同步", u={"type": "string", "title": "你每次在锁屏界面输入的字符"}),
     form("Flytt", k={"type": "string", "title": "Vilken kod slår du in för att låsa upp din telefon?"}),
-])
-def test_blind5_missed_classes_are_blocked(params: dict[str, Any]) -> None:
-    assert blocked(params), params
+]
 
 
-@pytest.mark.parametrize("params", [
+HARMLESS_AFTER_BLIND5 = [
     # A notes field never receives the secret a message names.
     form("Haben Sie Ihr Passwort geändert?", j={"type": "boolean", "title": "Ja"},
          n={"type": "string", "title": "Bemerkungen (optional)"}),
@@ -993,15 +987,13 @@ def test_blind5_missed_classes_are_blocked(params: dict[str, Any]) -> None:
     form("Describe what happened when you tried to log in.", d={"type": "string", "title": "Details"}),
     # A choice of ordinary words is no piece of a secret when nothing names one.
     form("Lunch order", f={"type": "string", "title": "Pick a fruit", "enum": ["apple", "banana", "orange", "lemon"]}),
-])
-def test_blind5_false_block_classes_pass(params: dict[str, Any]) -> None:
-    assert not blocked(params), (params, DETECTOR.find(params))
+]
 
 
 # -- classes fixed after blind set 6 (docs/sensitive-fields.md, "Classes") ----------------------------------
 
 
-@pytest.mark.parametrize("params", [
+ASKS_AFTER_BLIND6 = [
     # A message that stops mid-word and a label that carries on, even with an ending or further down.
     form("Pro přihlášení zadejte prosím hes", u={"type": "string", "title": "Uživatel"},
          h={"type": "string", "title": "lo k účtu"}),
@@ -1013,12 +1005,10 @@ def test_blind5_false_block_classes_pass(params: dict[str, Any]) -> None:
     form("로그인", p={"type": "string", "title": "\u1107\u1175\u1106\u1175\u11af\u1107\u1165\u11ab\u1112\u1169"}),
     # "Value" in other languages points at the field the message means.
     form("Zadajte svoje heslo.", h={"type": "string", "title": "Hodnota"}, u={"type": "string", "title": "Poznámka k účtu"}),
-])
-def test_blind6_missed_classes_are_blocked(params: dict[str, Any]) -> None:
-    assert blocked(params), params
+]
 
 
-@pytest.mark.parametrize("params", [
+HARMLESS_AFTER_BLIND6 = [
     # A number the form pre-fills is a setting.
     form("Politique 2FA", v={"type": "integer", "title": "Durée de validité du code à usage unique (s)", "default": 90}),
     form("PIN-Richtlinie", n={"type": "integer", "title": "PIN-Stellen", "default": 6}),
@@ -1028,9 +1018,7 @@ def test_blind6_missed_classes_are_blocked(params: dict[str, Any]) -> None:
     # A share code that says it is no password, a KMS key alias.
     form("比价", k={"type": "string", "title": "淘口令", "description": "分享口令，不是账户密码"}),
     form("Cifrado", a={"type": "string", "title": "Alias de la clave maestra", "default": "alias/erp"}),
-])
-def test_blind6_false_block_classes_pass(params: dict[str, Any]) -> None:
-    assert not blocked(params), (params, DETECTOR.find(params))
+]
 
 
 def test_the_lexicon_is_built_once_per_process_even_by_two_threads_at_once() -> None:
@@ -1052,7 +1040,7 @@ def test_the_lexicon_is_built_once_per_process_even_by_two_threads_at_once() -> 
 # -- classes fixed after blind set 7 (docs/sensitive-fields.md, "Classes") ----------------------------------
 
 
-@pytest.mark.parametrize("params", [
+ASKS_AFTER_BLIND7 = [
     # The code we sent, in Russian and Arabic, with the field labelled only "Code".
     form("Мы отправили код на ваш второй телефон.", k={"type": "string", "title": "Код"}),
     form("أدخل الرمز المرسل إليك لإتمام الدفع", r={"type": "string", "title": "الرمز"}),
@@ -1061,12 +1049,10 @@ def test_the_lexicon_is_built_once_per_process_even_by_two_threads_at_once() -> 
     # A right-to-left override over a description: read as displayed, camelCase included.
     form("Karte", n={"type": "string", "title": "\u202e" + "The long number printed on the front of your card"[::-1]
                    + "\u202c"}),
-])
-def test_blind7_missed_classes_are_blocked(params: dict[str, Any]) -> None:
-    assert blocked(params), params
+]
 
 
-@pytest.mark.parametrize("params", [
+HARMLESS_AFTER_BLIND7 = [
     # A branch, a city, a child's class, a delivery address: answers to something else.
     form("Ваш новый ПИН-код готов. Выберите отделение для получения.", b={"type": "string", "title": "Отделение"}),
     form("Renouvellement de la carte bancaire : votre ville ?", v={"type": "string", "title": "Ville"}),
@@ -1074,6 +1060,21 @@ def test_blind7_missed_classes_are_blocked(params: dict[str, Any]) -> None:
     form("公開鍵を登録してください（秘密鍵は入力しないでください）", k={"type": "string", "title": "公開鍵"}),
     # "Didn't you get the code?" is about the code.
     form("¿No te llegó el código? Contanos.", p={"type": "string", "title": "Problema"}),
-])
-def test_blind7_false_block_classes_pass(params: dict[str, Any]) -> None:
-    assert not blocked(params), (params, DETECTOR.find(params))
+]
+
+
+# Every round's classes, asks and harmless forms, each example of our own (none a row of a blind set).
+ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AFTER_BLIND5), (6, ASKS_AFTER_BLIND6),
+                                             (7, ASKS_AFTER_BLIND7)) for p in ps]
+ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
+                                                 (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7)) for p in ps]
+
+
+@pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
+def test_classes_fixed_after_each_blind_set_are_blocked(round_: str, params: dict[str, Any]) -> None:
+    assert blocked(params), (round_, params)
+
+
+@pytest.mark.parametrize(("round_", "params"), ROUND_HARMLESS, ids=[r for r, _ in ROUND_HARMLESS])
+def test_harmless_classes_fixed_after_each_blind_set_pass(round_: str, params: dict[str, Any]) -> None:
+    assert not blocked(params), (round_, params, DETECTOR.find(params))
