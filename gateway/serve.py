@@ -14,7 +14,6 @@ from gateway.config import LoadedConfig
 from gateway.http.app import create_app
 from gateway.identity import set_session_salt
 from gateway.logs import configure_logging, get_logger
-from gateway.policy.secret_lexicon import load_builtin_lexicon
 
 _BANNER = """\
 ******************************************************************************
@@ -35,9 +34,6 @@ async def freeze_startup_objects(app: web.Application) -> None:
     """Moves what startup built (policy lexicons, public-suffix and homoglyph tables, config: some
     250,000 objects) out of the collector's sight. Without it every full collection walks them all,
     about 60 ms with the event loop stopped: the p99 latency under load."""
-    # Built before the server listens (about a second): a decision must never wait for it, because a
-    # request's clock runs meanwhile (docs/deployment.md).
-    load_builtin_lexicon()
     gc.collect()
     gc.freeze()
     _, gen1, gen2 = gc.get_threshold()

@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-import threading
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
@@ -548,8 +547,11 @@ class Lexicon:
     def misreads(self, word: str) -> bool:
         """Whether the spelling readings would take this folded word for a misspelt secret noun or description
         word (scripts/lexicon_real_words.py keeps the real words among them)."""
-        return word not in self._known and _wordlike(word) and (
-            self._correct(word, True) is not None or self._concept_fix(word) is not None)
+        return word not in self._known and _wordlike(word) and self._misspelt(word, True)
+
+    def _misspelt(self, word: str, label: bool) -> bool:
+        """A word the spelling readings put right into a secret noun or a description word."""
+        return self._correct(word, label) is not None or self._concept_fix(word) is not None
 
     def head_governs(self, identifier: str) -> bool:
         """Whether a property name of several words ends in a governor: `key_label`, `token_nickname`,
@@ -646,7 +648,7 @@ class Lexicon:
         if backwards if backwards is not None else self._reads_backwards(squashed):
             return True  # perhaps written backwards (the full scan decides)
         unknown = set(_letter_runs(folded)) - self._known
-        if any(self._correct(word, label) is not None or self._concept_fix(word) is not None for word in unknown):
+        if any(self._misspelt(word, label) for word in unknown):
             return True
         # A label misspelt across its words ("mot de pase"): the whole label against every term.
         return label and self._whole_label_typo(folded, squashed)
@@ -1307,16 +1309,8 @@ def builtin_language_data() -> tuple[Mapping[str, Any], ...]:
     return tuple(_lexicon_files())
 
 
-_BUILTIN: list[Lexicon] = []
-_BUILTIN_LOCK: Final = threading.Lock()
-
-
+@functools.lru_cache(maxsize=1)
 def load_builtin_lexicon() -> Lexicon:
-    """The bundled lexicon, built once per process (about a second; the server builds it before it listens).
-    A caller that comes while another thread builds it waits for that build."""
-    if _BUILTIN:
-        return _BUILTIN[0]
-    with _BUILTIN_LOCK:
-        if not _BUILTIN:
-            _BUILTIN.append(Lexicon(builtin_language_data(), (), builtin_concepts(), builtin_real_words()))
-    return _BUILTIN[0]
+    """The bundled lexicon, built once per process (about a second, before the server listens: every
+    policy's detector takes it when the config is loaded)."""
+    return Lexicon(builtin_language_data(), (), builtin_concepts(), builtin_real_words())

@@ -213,7 +213,6 @@ def value_secret_kind(value: str, context: str = "") -> str | None:
     return None
 
 
-_HEX_RUN_64: Final = re.compile(r"[0-9a-fA-F]{64,}")
 _HEX_RUN: Final = re.compile(r"[0-9a-fA-F]{32,}")
 _KEY_WORDS: Final = re.compile(r"key|secret|token|credential|password", re.IGNORECASE)
 
@@ -225,7 +224,7 @@ def hex_key_shown(text: str, context: str) -> bool:
         return False
     # 64 hex digits are a 256-bit key; 32 to 63 only in a field that names a key or secret.
     shorter = _KEY_WORDS.search(context) is not None
-    for match in (_HEX_RUN if shorter else _HEX_RUN_64).finditer(text):
+    for match in _HEX_RUN.finditer(text):
         start, end = match.span()
         length = end - start
         if (length != 64 and not (shorter and 32 <= length < 64)) or (end < len(text) and text[end].isalnum()):

@@ -199,7 +199,7 @@ _GENERIC_FIELD_WORDS: Final = frozenset({
 # Every word of a notes field's label ("Comments", "Anmerkung", "备注"): the user's own remarks, never the
 # receiver of a secret the message names.
 _NOTE_WORDS: Final = frozenset(w for phrase in _load_common().get("note_fields", ()) for w in words_of(phrase))
-_NOTE_FILLER: Final = frozenset(words_of("optional facultatif opcional optional facoltativo opcjonalnie"))
+_NOTE_FILLER: Final = frozenset(words_of("optional facultatif opcional facoltativo opcjonalnie"))
 
 
 # The secrets a choice of fragments can spell: digits of a PIN, code or card; words of a recovery phrase.
@@ -213,6 +213,11 @@ _CODE_WORDS: Final = frozenset({"code", "codes", "codigo", "código", "kod", "k�
 
 def _postal(*texts: str) -> bool:
     return any(text and _POSTAL.search(normalize_text(text)) for text in texts)
+
+
+def _as_stored(text: str) -> str:
+    """`text` in its stored order, override controls dropped (how an assistant reading it gets it)."""
+    return text.replace("\u202d", "").replace("\u202e", "")
 
 
 def _union(one: TextScan, other: TextScan) -> TextScan:
@@ -280,18 +285,11 @@ class SensitiveFieldDetector:
 
     def __init__(self, extra_terms: Sequence[str] = (), allowed_fields: Collection[str] = ()) -> None:
         custom = tuple(t for t in extra_terms if isinstance(t, str) and t.strip())
-        # The bundled lexicon is built once per process and shared (on first use, or ahead of it by the server's
-        # warm-up thread); operator terms get a small one of their own.
-        self._builtin: Lexicon | None = None
+        # The bundled lexicon is built once per process and shared; operator terms get a small one of their own.
+        self._lexicon: Lexicon = load_builtin_lexicon()
         self._custom: Lexicon | None = Lexicon((), custom) if custom else None
         self._allowed = frozenset(allowed_fields)
         self._quiet: dict[str, bool] = {}  # a form's joined texts -> whether nothing in them names a secret
-
-    @property
-    def _lexicon(self) -> Lexicon:
-        if self._builtin is None:
-            self._builtin = load_builtin_lexicon()
-        return self._builtin
 
     def find(self, params: Mapping[str, Any]) -> list[SensitiveFinding]:
         """Every secret ask in `params`, in document order; [] when there is none.
@@ -314,7 +312,7 @@ class SensitiveFieldDetector:
             # A left-to-right override shows a Hebrew or Arabic run reversed; an assistant reading the text gets it
             # as stored, in reading order. Both count. (A right-to-left override stores the run reversed on
             # purpose: only its display is a word.)
-            found = _union(found, self._lexicon.scan(text.replace("\u202d", "").replace("\u202e", ""), prose))
+            found = _union(found, self._lexicon.scan(_as_stored(text), prose))
         if self._custom is None:
             return found
         return _union(found, self._custom.scan(text, prose))
@@ -343,7 +341,7 @@ class SensitiveFieldDetector:
         self._sign_in_asks(message, fields, add)
         quiet = self._quiet.get(joined)
         if quiet is None:
-            plain = joined.replace("\u202d", "").replace("\u202e", "") if "\u202d" in joined else joined
+            plain = _as_stored(joined) if "\u202d" in joined else joined
             quiet = not self._lexicon.may_name_secret(joined) and (
                 plain == joined or not self._lexicon.may_name_secret(plain)) and not (
                 self._custom is not None and self._custom.may_name_secret(joined)) and not (
