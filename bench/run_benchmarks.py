@@ -156,6 +156,27 @@ def unseen_form(i: int, words: bool = False) -> dict[str, Any]:
     return {**TYPICAL_FORM, "message": message, "requestedSchema": {**schema, "properties": props}}
 
 
+_LEXICON_PROBE = """
+import gc, time
+import gateway.policy.sensitive_fields
+from gateway.policy.secret_lexicon import load_builtin_lexicon
+def rss():
+    return int(open('/proc/self/statm').read().split()[1]) * 4096 / 2**20
+gc.collect(); before = rss(); t0 = time.perf_counter()
+lexicon = load_builtin_lexicon()
+took = time.perf_counter() - t0; gc.collect()
+print(took, rss() - before, len(lexicon._payload_of))
+"""
+
+
+def bench_lexicon() -> tuple[float, float, int]:
+    """Building the policy lexicon in a fresh process: seconds, MiB of resident memory it adds, keys."""
+    out = subprocess.run([sys.executable, "-c", _LEXICON_PROBE], capture_output=True, text=True, check=True,
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    took, mib, keys = out.stdout.split()
+    return float(took), float(mib), int(keys)
+
+
 def bench_policy(n: int) -> dict[str, tuple[float, float]]:
     """p50, p99 µs of one decision on the typical 5-field form: repeated, and every form new."""
     engine = PolicyEngine("crm", ElicitationPolicy(rate_limit=None))
@@ -728,6 +749,8 @@ def main() -> None:
     if args.policy_only:
         for label, (p50, p99) in bench_policy(settings.policy_runs).items():
             print(f"policy decision, typical 5-field form, {label}: p50 {p50:.1f} µs, p99 {p99:.1f} µs")
+        took, mib, keys = bench_lexicon()
+        print(f"policy lexicon, built in a fresh process: {took:.2f} s, {mib:.0f} MiB resident, {keys:,} keys")
         return
     wanted = [k.strip() for k in args.targets.split(",") if k.strip()]
     unknown = set(wanted) - set(ALL_TARGETS)

@@ -91,7 +91,8 @@ async def profile(name: str, proc: Proc, url: str, idle: int) -> dict[str, Any]:
     await asyncio.sleep(1.0)
     after = rss_kib(proc.process.pid)
     loaded = await new_session_latency(url)
-    return {"name": name, "rate": rate, "kib": (after - before) / idle, "empty": empty, "loaded": loaded}
+    return {"name": name, "rate": rate, "kib": (after - before) / idle, "empty": empty, "loaded": loaded,
+            "start_mib": before / 1024}
 
 
 async def redis_round_trips(gw: Proc, url: str, calls: int = 500) -> float:
@@ -135,6 +136,8 @@ async def main(idle: int) -> None:
         print("|---|---|---|---|---|")
         print(row(forwarder))
         print(row(mem))
+        print(f"\nresident set before the first session: gateway {mem['start_mib']:.0f} MiB (the policy lexicon is "
+              f"most of it), forwarder {forwarder['start_mib']:.0f} MiB")
         print(f"\nratios gateway/forwarder: sessions/s {mem['rate'] / forwarder['rate']:.2f}, "
               f"tools/list p50 with {idle} idle vs none: gateway {mem['loaded'][0] / mem['empty'][0]:.2f}, "
               f"forwarder {forwarder['loaded'][0] / forwarder['empty'][0]:.2f}")

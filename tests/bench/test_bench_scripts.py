@@ -72,6 +72,7 @@ def test_policy_only_needs_no_servers() -> None:
                          timeout=60, cwd=REPO)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "policy decision, typical 5-field form, new: p50" in out.stdout
+    assert "policy lexicon, built in a fresh process:" in out.stdout
 
 
 def test_the_profile_summary_reads_collapsed_stacks() -> None:
