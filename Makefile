@@ -50,9 +50,13 @@ conformance-ci: $(STAMP) $(CONFORMANCE_STAMP)
 run: $(STAMP)
 	$(PY) -m gateway.demo.run_demo
 
+# Two workers (the CI machine's two cores): most tests wait on processes and sockets. A file's tests
+# stay on one worker (--dist loadfile), so its module fixtures start their gateways once.
+TEST_WORKERS ?= 2
+
 test: $(STAMP) $(NPM_STAMP) conformance-tools lint browser
 	rm -f .coverage .coverage.*
-	$(PY) -m coverage run -m pytest
+	$(PY) -m coverage run -m pytest -n $(TEST_WORKERS) --dist loadfile
 	$(PY) -m coverage combine --quiet
 	$(PY) -m coverage report --skip-empty --fail-under=85
 

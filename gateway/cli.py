@@ -16,6 +16,7 @@ import orjson
 
 from gateway.config import LoadedConfig, load_config
 from gateway.errors import ConfigError
+from gateway.policy import lexicon_cache
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -221,21 +222,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(policy_schema_text())
         return EXIT_OK
     cfg = _load(args.config, args.command == "check" and args.allow_missing_env)
-    if args.command == "check":
-        for missing in cfg.missing:
-            print(f"config warning: {missing}", file=sys.stderr)
-        servers = ", ".join(f"{n} ({p.name if p else 'default policy'})" for n, p in cfg.policy_paths.items())
-        print(f"ok: {cfg.path}: {len(cfg.gateway.servers)} server(s): {servers}")
-        return EXIT_OK
-    if args.command == "explain":
-        if args.request_json == "-":
-            return explain(cfg, args.server, sys.stdin, sys.stdout)
+    if args.command != "serve":
         try:
-            with open(args.request_json, encoding="utf-8") as fh:
-                return explain(cfg, args.server, fh, sys.stdout)
-        except OSError as exc:
-            print(f"cannot read {args.request_json}: {exc.strerror}", file=sys.stderr)
-            return EXIT_INVALID
+            return _offline(args, cfg)
+        finally:  # stdout is the command's output: what the lexicon cache could not do goes to stderr
+            for level, event, fields in lexicon_cache.take_notes():
+                if level == "warning":
+                    print(f"warning: {event}: {fields['reason']} ({fields['path']})", file=sys.stderr)
     from gateway.serve import serve
 
     try:
@@ -245,6 +238,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: cannot serve: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _offline(args: argparse.Namespace, cfg: LoadedConfig) -> int:
+    """`check` and `explain`."""
+    if args.command == "check":
+        for missing in cfg.missing:
+            print(f"config warning: {missing}", file=sys.stderr)
+        servers = ", ".join(f"{n} ({p.name if p else 'default policy'})" for n, p in cfg.policy_paths.items())
+        print(f"ok: {cfg.path}: {len(cfg.gateway.servers)} server(s): {servers}")
+        return EXIT_OK
+    if args.request_json == "-":
+        return explain(cfg, args.server, sys.stdin, sys.stdout)
+    try:
+        with open(args.request_json, encoding="utf-8") as fh:
+            return explain(cfg, args.server, fh, sys.stdout)
+    except OSError as exc:
+        print(f"cannot read {args.request_json}: {exc.strerror}", file=sys.stderr)
+        return EXIT_INVALID
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from gateway.config import LoadedConfig
 from gateway.http.app import create_app
 from gateway.identity import set_session_salt
 from gateway.logs import configure_logging, get_logger
+from gateway.policy import lexicon_cache
 
 _BANNER = """\
 ******************************************************************************
@@ -74,6 +75,8 @@ def serve(
         log.warning("admin.loopback_only",
                     detail="admin.api_keys not set: admin endpoints answer loopback clients only")
     app = create_app(cfg)
+    for level, event, fields in lexicon_cache.take_notes():  # the policies' lexicon: built or read from the cache
+        getattr(log, level)(event, **fields)
     app.on_startup.append(freeze_startup_objects)  # last: after every other startup step
     try:
         web.run_app(app, loop=loop, host=listen_host, port=listen_port, print=None, access_log=None,

@@ -36,6 +36,7 @@ from typing import Any, Final, NamedTuple
 import ahocorasick_rs
 from rapidfuzz.distance import OSA
 
+from gateway.policy.lexicon_cache import cached_lexicon
 from gateway.policy.text_normalization import CAMEL_MARK, ascii_capitals, camel_marked, normalize_text, undo_overrides
 
 __all__ = [
@@ -438,36 +439,14 @@ class Lexicon:
                     labels |= concept_bits.setdefault(e.label, 1 << len(concept_bits))
             cue_phrases = tuple(e.label for e in entries if e.kind == CUE)
             payloads[key] = (flag, tuple(entries), backwards, labels, cue_phrases, key)
-        # One automaton of every key (ahocorasick-rs: measured faster here than pyahocorasick, and a third
-        # of its memory); hits come back as indexes into the payload list.
         self._payload_of = payloads
-        self._payload_list: list[tuple[Any, ...]] = list(payloads.values())
-        self._matcher = ahocorasick_rs.AhoCorasick(list(payloads) or ["\x00"])
         self._rule_masks = tuple(
             tuple(sum(concept_bits.get(c, 0) for c in alt) for alt in needs) for _, needs, _ in self._rules)
         # Every rule needs one of its rarer concepts: without any of them, no rule can fire.
         self._anchor_mask = 0
         for masks in self._rule_masks:
             self._anchor_mask |= min(masks, key=lambda m: (bin(m).count("1"), m)) if masks else 0
-        # The pre-check reads with ahocorasick-rs, several times faster on text that holds nothing:
-        # one automaton of the keys that always need the full scan, one of the keys that may.
-        strong_keys, soft_keys, soft_payloads, backwards_keys = [], [], [], []
-        for key, payload in payloads.items():
-            flag, entries, backwards, labels, _, _ = payload
-            if flag == _STRONG:
-                strong_keys.append(key)
-            elif flag:
-                soft_keys.append(key)
-                soft_payloads.append(payload)
-            if backwards:
-                backwards_keys.append(key)
-        self._soft_payloads: list[Any] = soft_payloads
-        # All three in one automaton for the form-level pre-check (backwards keys reversed: a reversed key
-        # in the text is the key in the text read backwards): one pass instead of three.
-        self._fast_all = ahocorasick_rs.AhoCorasick(
-            [*strong_keys, *soft_keys, *(k[::-1] for k in backwards_keys)] or ["\x00"])
-        self._fast_soft_from = len(strong_keys)
-        self._fast_backwards_from = len(strong_keys) + len(soft_keys)
+        self._index()
         self._cues = b.cues
         self._typo_terms = b.typo_terms
         self._typo_term_set = frozenset(b.typo_terms)
@@ -513,6 +492,43 @@ class Lexicon:
         self._correction_cache: dict[str, str | None] = {}
         # Single words of the generic "secret" family ("secret", "geheim", "ರಹಸ್ಯ"): they also qualify nouns.
         self._adjectives = frozenset(b.generic_words)
+
+    def _index(self) -> None:
+        """The automata over the payloads' keys (also rebuilt when a lexicon is read back from the cache:
+        ahocorasick-rs automata do not pickle, and take a fraction of the build to make)."""
+        payloads = self._payload_of
+        # One automaton of every key (ahocorasick-rs: measured faster here than pyahocorasick, and a third
+        # of its memory); hits come back as indexes into the payload list.
+        self._payload_list: list[tuple[Any, ...]] = list(payloads.values())
+        self._matcher = ahocorasick_rs.AhoCorasick(list(payloads) or ["\x00"])
+        # The pre-check reads with ahocorasick-rs, several times faster on text that holds nothing:
+        # one automaton of the keys that always need the full scan, one of the keys that may.
+        strong_keys, soft_keys, soft_payloads, backwards_keys = [], [], [], []
+        for key, payload in payloads.items():
+            flag, _, backwards, _, _, _ = payload
+            if flag == _STRONG:
+                strong_keys.append(key)
+            elif flag:
+                soft_keys.append(key)
+                soft_payloads.append(payload)
+            if backwards:
+                backwards_keys.append(key)
+        self._soft_payloads: list[Any] = soft_payloads
+        # All three in one automaton for the form-level pre-check (backwards keys reversed: a reversed key
+        # in the text is the key in the text read backwards): one pass instead of three.
+        self._fast_all = ahocorasick_rs.AhoCorasick(
+            [*strong_keys, *soft_keys, *(k[::-1] for k in backwards_keys)] or ["\x00"])
+        self._fast_soft_from = len(strong_keys)
+        self._fast_backwards_from = len(strong_keys) + len(soft_keys)
+
+    _DERIVED: Final = frozenset({"_payload_list", "_matcher", "_soft_payloads", "_fast_all"})
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in self._DERIVED}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._index()
 
     # -- public --------------------------------------------------------------
 
@@ -1312,5 +1328,6 @@ def builtin_language_data() -> tuple[Mapping[str, Any], ...]:
 @functools.lru_cache(maxsize=1)
 def load_builtin_lexicon() -> Lexicon:
     """The bundled lexicon, built once per process (about a second, before the server listens: every
-    policy's detector takes it when the config is loaded)."""
-    return Lexicon(builtin_language_data(), (), builtin_concepts(), builtin_real_words())
+    policy's detector takes it when the config is loaded), or read from the opt-in cache (lexicon_cache)."""
+    return cached_lexicon(
+        lambda: Lexicon(builtin_language_data(), (), builtin_concepts(), builtin_real_words()), Lexicon)
