@@ -68,6 +68,16 @@ class Proc:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
+    def logged(self, text: str, timeout: float = 5.0) -> bool:
+        """Whether `text` shows in the log within `timeout`: lines written after the host got its answer
+        (a request's outcome, a timeout's) may land a moment after the test reads on."""
+        deadline = time.monotonic() + timeout
+        while text not in self.output():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
 
 @contextmanager
 def running(args: list[str], port: int, log: Path, env: Mapping[str, str] | None = None) -> Iterator[Proc]:

@@ -243,7 +243,7 @@ async def test_ping_is_answered_and_delete_ends_the_session(gw: Proc) -> None:
         assert r.status_code == 200
         r = await http.post(url, json={"jsonrpc": "2.0", "id": 12, "method": "ping"}, headers=headers)
         assert r.status_code == 404
-    assert "session.ended" in gw.output()
+    assert gw.logged("session.ended")
 
 
 async def test_standalone_get_stream_opens(gw: Proc) -> None:
@@ -275,7 +275,7 @@ async def test_upstream_killed_mid_stream_fails_the_call_without_hanging(tmp_pat
                 assert result is None
                 assert info.value.error.code == -32012
         assert victim.process.wait(5) == 3
-        assert '"outcome":"upstream_stream_lost"' in g.output()
+        assert g.logged('"outcome":"upstream_stream_lost"')
 
 
 async def test_health_ready_and_metrics(gw: Proc) -> None:

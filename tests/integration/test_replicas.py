@@ -81,7 +81,7 @@ async def test_a_session_alternating_between_replicas_completes_a_form_elicitati
         served = lb.output().split()
         assert "0" in served and "1" in served  # both replicas served this one session
         for replica in (a, b):
-            assert '"event":"request"' in replica.output()
+            assert replica.logged('"event":"request"')
     assert len(seen) == 3
     assert all(p.meta[ORIGIN_KEY] == {"server": "up"} and p.message.startswith("[up] ") for p in seen)
 
@@ -121,7 +121,7 @@ async def test_url_completion_arriving_at_one_replica_reaches_the_owner_on_the_o
                             break
         assert got == [{"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
                         "params": {"elicitationId": "x-1"}}]
-        assert '"event":"elicitation.completed"' in a.output()
+        assert a.logged('"event":"elicitation.completed"')
         assert '"event":"elicitation.completed"' not in b.output()
 
 
@@ -208,7 +208,7 @@ async def test_redis_stopped_fails_closed_and_the_gateway_recovers_when_it_retur
                 assert len(seen) == 3
             for replica in (a, b):
                 assert replica.process.poll() is None
-                assert "state.unavailable" in replica.output()
+                assert replica.logged("state.unavailable")
     finally:
         redis.__exit__(None, None, None)
 
@@ -250,7 +250,7 @@ async def test_a_translated_call_completes_when_its_rounds_land_on_different_rep
                 assert text_of(await client.call_tool("greet", {})).startswith("Hello Ada")
         served = lb.output().split()
         assert "0" in served and "1" in served
-        assert all('"method":"tools/call"' in replica.output() for replica in (a, b))
+        assert all(replica.logged('"method":"tools/call"') for replica in (a, b))
     assert len(seen) == 3 and all(p.message.startswith("[up] ") for p in seen)
 
 
@@ -278,7 +278,7 @@ async def test_the_aggregated_endpoint_works_across_replicas(tmp_path: Path) -> 
         async with Client(f"{lb.base}/servers/up/mcp", mode="legacy") as direct:
             assert text_of(await direct.call_tool("echo", {"text": "direct"})) == "direct"
         for replica in (a, b):
-            assert '"event":"request"' in replica.output()
+            assert replica.logged('"event":"request"')
     assert len(seen) == 3 and all(p.message.startswith("[up] ") for p in seen)
 
 

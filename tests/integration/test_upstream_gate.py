@@ -54,7 +54,7 @@ async def test_elicitation_without_an_id_never_reaches_the_host(env: tuple[Proc,
     _, gw = env
     result, seen = await call(gw, "elicit_without_id")
     assert text(result) == "end" and seen == []
-    assert '"reason":"server request sent without an id"' in gw.output()
+    assert gw.logged('"reason":"server request sent without an id"')
 
 
 async def test_elicitations_inside_a_json_array_are_each_policed(env: tuple[Proc, Proc]) -> None:
@@ -76,7 +76,7 @@ async def test_a_url_required_entry_that_says_form_is_judged_as_url_mode(env: tu
     _, gw = env
     error, _ = await call(gw, "form_entry")
     assert error.code == -32050  # its https://evil.example target is not an allowed host
-    assert '"rules":["url_mode.target"]' in gw.output()
+    assert gw.logged('"rules":["url_mode.target"]')
 
 
 async def test_a_message_too_deep_to_re_encode_fails_alone(env: tuple[Proc, Proc]) -> None:

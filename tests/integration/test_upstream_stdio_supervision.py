@@ -189,4 +189,4 @@ async def test_a_session_given_up_ends_the_host_session_with_404(tmp_path: Path)
             assert gone.status_code == 404
             again = await http.post(url, json=echo, headers=headers)
             assert again.status_code == 404  # the host session ended with it
-    assert '"reason":"upstream_session_gone"' in gw.output()
+    assert gw.logged('"reason":"upstream_session_gone"')

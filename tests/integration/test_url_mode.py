@@ -118,7 +118,7 @@ async def test_completion_sent_while_owner_has_no_stream_arrives_on_reconnect(gw
                 if msg.get("id") == 2:
                     break
         await anyio.sleep(1.0)  # the server completes now; this host has no stream open
-        assert '"event":"outbox.buffered"' in gw.output()
+        assert gw.logged('"event":"outbox.buffered"')
         received: list[tuple[str | None, Any]] = []
         event_id = None
         with anyio.move_on_after(3):
