@@ -20,6 +20,8 @@ from typing import Any
 # Written as an unrolled loop (runs of plain characters, then one escape): the per-character
 # alternation it replaces cost ten times as much on long strings.
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"([ \t\r\n]*:)?', re.DOTALL)
+_QUOTE_THEN_SPACE = re.compile(rb'"[ \t\r\n]')
+_CONTAINERS = (dict, list)
 
 
 class JsonLimitExceeded(ValueError):
@@ -31,7 +33,8 @@ def check_json(obj: Any, raw: bytes, *, max_depth: int) -> None:
     keys = 0
     # Level by level: every container of one depth, then their children (no recursion: upstream
     # messages may nest 1000 deep).
-    level = [obj] if isinstance(obj, dict | list) else []
+    # A tuple, not `dict | list`: isinstance with a union type costs twice as much (every message pays it).
+    level = [obj] if isinstance(obj, _CONTAINERS) else []
     depth = 1
     while level:
         if depth > max_depth:
@@ -43,10 +46,19 @@ def check_json(obj: Any, raw: bytes, *, max_depth: int) -> None:
                 values: Any = node.values()
             else:
                 values = node
-            for value in values:
-                if isinstance(value, dict | list):
-                    below.append(value)
+            below += [value for value in values if isinstance(value, _CONTAINERS)]
         level = below
         depth += 1
-    if keys and sum(1 for colon in _STRING.findall(raw) if colon) != keys:
+    if keys and _quick_key_count(raw) != keys and sum(1 for colon in _STRING.findall(raw) if colon) != keys:
         raise JsonLimitExceeded("duplicate key in a JSON object")
+
+
+def _quick_key_count(raw: bytes) -> int:
+    """An upper bound on the keys written in `raw`, found by counting `":` (a C loop, ten times cheaper
+    than the token scan). Exact in compact JSON with no backslash and no quote before whitespace: every `"`
+    then delimits a string, so each key adds one `":`; a string that starts with `:` adds one more. So a
+    count equal to the parsed objects' keys proves there is no duplicate; any other count is settled by
+    the exact scan. -1 where the bound does not hold."""
+    if b"\\" in raw or _QUOTE_THEN_SPACE.search(raw) is not None:
+        return -1
+    return raw.count(b'":')

@@ -172,8 +172,11 @@ class StreamTag:
         return cls(replica, uuid.uuid4().hex[:16], request_id)
 
     def event_id(self, seq: int) -> str:
+        return f"{self.event_prefix()}{seq}"
+
+    def event_prefix(self) -> str:
         rid = base64.urlsafe_b64encode(orjson.dumps(self.request_id)).decode().rstrip("=")
-        return f"r.{self.replica}.{self.token}.{rid}.{seq}"
+        return f"r.{self.replica}.{self.token}.{rid}."
 
     def buffer_key(self, sid: str) -> str:
         return f"{sid}/{self.token}"
@@ -214,6 +217,7 @@ class RequestRelay:
         self.on_drop = on_drop
         self.stream: HostStream | None = None
         self.tag = StreamTag.new(replica, request_id)
+        self._event_prefix = self.tag.event_prefix()  # once per stream, not per event
         self.seq = 0
         self.ring: deque[tuple[int, bytes]] = deque(maxlen=_RING)
         self.answered = False
@@ -274,7 +278,7 @@ class RequestRelay:
         if self.stream is not None:
             self.ring.append((seq, payload))
             try:
-                await self.stream.write(payload, self.tag.event_id(seq))
+                await self.stream.write(payload, f"{self._event_prefix}{seq}")
                 return
             except HostGone:
                 self.detach()

@@ -47,7 +47,15 @@ class SseStream:
 
     async def _write(self, data: bytes) -> None:
         """A host that takes nothing for write_timeout (its socket buffer full) is disconnected."""
+        transport = self._request.transport
+        if transport is None or transport.is_closing():
+            raise HostGone()
         try:
+            if transport.get_write_buffer_size() + len(data) < transport.get_write_buffer_limits()[1]:
+                # Stays under the high-water mark: the transport is not paused, so the write cannot wait on
+                # the host. No deadline needed (arming one costs more than the write: a timer per event).
+                await self._resp.write(data)
+                return
             async with asyncio.timeout(self._timeout):
                 await self._resp.write(data)
         except TimeoutError as exc:
