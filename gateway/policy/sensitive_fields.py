@@ -181,7 +181,9 @@ _SIGN_IN_INITIALS: Final = frozenset(w[:1] for w in _SIGN_IN_ONLY)
 _SIGN_IN: Final = _word_pattern(_load_common().get("sign_in_context", ()))
 # Fields whose answer is who or where the user is, never a secret: not receivers for a message's ask.
 _IDENTITY: Final = _phrase_matcher(_load_common().get("identity_fields", ()))
-_GENERIC_FIELD_WORDS: Final = frozenset({
+# Folded as labels are (words_of): written as people write them, "Väärtus" and "Τιμή" are read as the
+# folded words they become ("vaartus"; the Greek by its Latin skeleton).
+_GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
     "value", "code", "answer", "input", "text", "response", "field", "entry", "data", "it", "string", "digits",
     "here", "reply", "secret", "key", "val", "v", "x", "q", "a", "s", "field1", "field0", "field2", "input1",
     "answer1", "content", "credential", "credentials", "auth", "verification", "confirm", "confirmation",
@@ -190,10 +192,11 @@ _GENERIC_FIELD_WORDS: Final = frozenset({
     "codigo", "código", "kod", "kód", "код", "码", "コード", "코드",
     "érték", "hodnota", "arvo", "vrijednost", "vrednost", "nilai", "værdi", "verdi", "värde", "valoare", "стойност",
     "vērtība", "reikšmė", "väärtus", "τιμή", "değer", "قيمة", "ערך", "مقدار", "मान", "giá trị", "ค่า",
+    "inani", "ixabiso", "iye", "thamani", "ƙima", "ዋጋ", "vlera", "вредност", "значення", "qiymət", "gildi",
     # "Information" says as little as "Value".
     "information", "info", "informação", "informacao", "información", "informacion", "informations",
     "informazioni", "informatie", "informacja", "informace", "информация", "信息", "情報", "정보",
-})
+) for w in words_of(entry))
 
 
 # Every word of a notes field's label ("Comments", "Anmerkung", "备注"): the user's own remarks, never the
@@ -207,8 +210,8 @@ _FRAGMENT_OF: Final = {"pin": frozenset({"pin", "otp", "password", "payment_card
                        "seed_phrase": frozenset({"seed_phrase", "recovery_code", "passphrase", "secret"})}
 
 
-_CODE_WORDS: Final = frozenset({"code", "codes", "codigo", "código", "kod", "kód", "kodu", "код", "pin", "otp",
-                                 "tan", "码", "コード", "코드", "رمز"})
+_CODE_WORDS: Final = frozenset(w for entry in ("code", "codes", "código", "kód", "kodu", "код", "pin", "otp", "tan", "码",
+                                                "コード", "코드", "رمز") for w in words_of(entry))
 
 
 def _postal(*texts: str) -> bool:

@@ -1053,11 +1053,31 @@ HARMLESS_AFTER_BLIND7 = [
 ]
 
 
+ASKS_AFTER_BLIND8 = [
+    # The message names the secret; of two free fields, the one labelled "Value" takes it: written in a
+    # language whose word for it folds (diacritics, Greek, Cyrillic) or was missing (Yoruba, Swahili).
+    form("Για να συνεχίσετε, γράψτε τον κωδικό πρόσβασης.", a={"type": "string", "title": "Τιμή"},
+         b={"type": "string", "title": "Κατάστημα"}),
+    form("Aby kontynuować, wpisz hasło.", a={"type": "string", "title": "Wartość"},
+         b={"type": "string", "title": "Numer zamówienia"}),
+    form("Въведете ПИН кода на картата.", a={"type": "string", "title": "Стойност"}, b={"type": "string", "title": "Магазин"}),
+    form("Kọ ọ̀rọ̀ aṣínà rẹ.", a={"type": "string", "title": "Iye"}, b={"type": "string", "title": "Ìdí"}),
+    form("Andika nenosiri lako.", a={"type": "string", "title": "Thamani"}, b={"type": "string", "title": "Sababu"}),
+]
+HARMLESS_AFTER_BLIND8 = [
+    # The same labels on forms that name no secret.
+    form("Αξιολογήστε την υπηρεσία μας.", a={"type": "string", "title": "Τιμή"}, b={"type": "string", "title": "Κατάστημα"}),
+    form("Oceń naszą obsługę.", a={"type": "string", "title": "Wartość"}, b={"type": "string", "title": "Numer zamówienia"}),
+    form("Andika maoni yako.", a={"type": "string", "title": "Thamani"}, b={"type": "string", "title": "Sababu"}),
+]
+
+
 # Every round's classes, asks and harmless forms, each example of our own (none a row of a blind set).
 ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AFTER_BLIND5), (6, ASKS_AFTER_BLIND6),
-                                             (7, ASKS_AFTER_BLIND7)) for p in ps]
+                                             (7, ASKS_AFTER_BLIND7), (8, ASKS_AFTER_BLIND8)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
-                                                 (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7)) for p in ps]
+                                                 (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
+                                                 (8, HARMLESS_AFTER_BLIND8)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
