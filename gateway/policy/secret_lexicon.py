@@ -81,7 +81,9 @@ _UNSPACED_CHARS: Final = (
     "\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u0f00-\u0fff"
 )
 _UNSPACED: Final = re.compile(f"[{_UNSPACED_CHARS}]")
-_CLAUSES: Final = re.compile(r"(?<=[^\W_]{4})[.!?;:|,](?:\s+|$)|(?<=[^\W_]{2})[!?;:|,](?:\s+|$)|[。！？；，、\n]")
+# A colon before a quoted label does not end the clause: "Never type here: "PIN"" negates the PIN.
+_CLAUSES: Final = re.compile(r"(?<=[^\W_]{4})(?:[.!?;|,]|:(?!\s*[\"„“«「『]))(?:\s+|$)"
+                             r"|(?<=[^\W_]{2})(?:[!?;|,]|:(?!\s*[\"„“«「『]))(?:\s+|$)|[。！？；，、\n]")
 _PARENS: Final = re.compile(r"[(（\[]([^()（）\[\]]*)[)）\]]")
 _LEET_WORD: Final = re.compile(r"(?=[\w@$!|]*[a-z])(?=[\w@$!|]*[0134578@$!|])(?<![\w@$!|])[\w@$!|]+")
 _LEET_FAST: Final = re.compile(r"[a-z][0134578@$!|]|[0134578@$!|][a-z]")
@@ -732,13 +734,25 @@ class Lexicon:
             # A parenthesis annotates what stands before it: read on its own, and the rest without it.
             clauses = _CLAUSES.split(_PARENS.sub(" ", reading)) if "(" in reading or "（" in reading else \
                 _CLAUSES.split(reading)
-            clauses += _PARENS.findall(reading)
             found: set[str] = set()
             is_glued = number >= first_glued
             own_about: set[str] = set() if number > 0 else about
             own_concepts: set[str] = set() if is_glued else concepts
             for clause in clauses:
                 if clause:
+                    governed |= self._scan_clause(clause, prose, found, own_about, original, own_concepts, sense)
+            # A short annotation takes the sense of the noun it annotates: "never type your citizen number (BSN)
+            # here", "never write the security code (CVV)" ask for neither. Where the text asks for something
+            # else, only an annotation of the same kind follows the noun.
+            annotated = own_about - found if found else own_about
+            for clause in _PARENS.findall(reading):
+                if clause and len(clause.split()) <= 3:  # a noun annotated; a sentence in brackets is read alone
+                    inner: set[str] = set()
+                    governed |= self._scan_clause(clause, prose, inner, own_about, original, own_concepts, sense)
+                    follows = inner if annotated and not found else inner & annotated
+                    found |= inner - follows
+                    own_about |= follows
+                elif clause:
                     governed |= self._scan_clause(clause, prose, found, own_about, original, own_concepts, sense)
             if number == 0:
                 plain_about = set(about)

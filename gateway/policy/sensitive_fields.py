@@ -210,8 +210,8 @@ _FRAGMENT_OF: Final = {"pin": frozenset({"pin", "otp", "password", "payment_card
                        "seed_phrase": frozenset({"seed_phrase", "recovery_code", "passphrase", "secret"})}
 
 
-_CODE_WORDS: Final = frozenset(w for entry in ("code", "codes", "código", "kód", "kodu", "код", "pin", "otp", "tan", "码",
-                                                "コード", "코드", "رمز") for w in words_of(entry))
+_CODE_WORDS: Final = frozenset(w for entry in ("code", "codes", "código", "kód", "kodu", "код", "pin", "otp", "tan",
+                                                "码", "コード", "코드", "رمز") for w in words_of(entry))
 
 
 def _postal(*texts: str) -> bool:
