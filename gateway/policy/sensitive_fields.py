@@ -214,6 +214,22 @@ _CODE_WORDS: Final = frozenset(w for entry in ("code", "codes", "código", "kód
                                                 "码", "コード", "코드", "رمز") for w in words_of(entry))
 
 
+# Separators between single letters ("c l a v e", "P.A.S.S"): removed to read the word they spell.
+_SPACED_OUT: Final = re.compile(r"(?<=\b\w)[\s.\-_·*]+(?=\w\b)")
+_HIDDEN: Final = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+
+
+def _disguised(label: str) -> bool:
+    """A label written to get past a word list: letters spaced out, case mixed inside the word, invisible
+    characters, or look-alike letters of another script."""
+    word = label.strip(" :*")
+    letters = [c for c in word if c.isalpha()]
+    mixed = any(c.isupper() for c in letters[1:]) and any(c.islower() for c in letters) and not word.istitle()
+    spaced = len(letters) >= 4 and re.fullmatch(r"\w(?:[\s.\-_·*]+\w)+", word) is not None
+    foreign = not word.isascii() and normalize_text(word).isascii()
+    return mixed or spaced or foreign or _HIDDEN.search(word) is not None
+
+
 def _postal(*texts: str) -> bool:
     return any(text and _POSTAL.search(normalize_text(text)) for text in texts)
 
@@ -416,6 +432,10 @@ class SensitiveFieldDetector:
             if field.kind is not _FREE:
                 continue
             label = field.title or field.name
+            if _disguised(label) and normalize_text(_SPACED_OUT.sub("", label)).strip(" :*") in _SIGN_IN_ONLY:
+                # "PaRoLa", "c l a v e", "Раrola" in Cyrillic: nobody disguises a word for a motto or a key.
+                add("password", field.path + (".title" if field.title else ""))
+                continue
             if len(label) > 12 or (label.isascii() and label[:1].lower() not in _SIGN_IN_INITIALS) \
                     or normalize_text(label).strip(" :*") not in _SIGN_IN_ONLY:
                 continue

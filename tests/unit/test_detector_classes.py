@@ -1072,12 +1072,26 @@ HARMLESS_AFTER_BLIND8 = [
 ]
 
 
+ASKS_AFTER_BLIND9 = [
+    # A word that is the password only on a sign-in form, disguised: case mixed, letters spaced out, look-alikes.
+    form("Verificare cont", p={"type": "string", "title": "PaRoLa"}),
+    form("Validación de la compra", c={"type": "string", "title": "c l a v e"}),
+    form("Acceso al museo", c={"type": "string", "title": "Сlаvе"}),  # Cyrillic С, а, е
+]
+HARMLESS_AFTER_BLIND9 = [
+    # The same words as written by people, off a sign-in form: a motto, a key word, a pass.
+    form("Concurs de sloganuri", p={"type": "string", "title": "Parola"}),
+    form("Crucigrama del domingo", c={"type": "string", "title": "Clave"}),
+]
+
+
 # Every round's classes, asks and harmless forms, each example of our own (none a row of a blind set).
 ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AFTER_BLIND5), (6, ASKS_AFTER_BLIND6),
-                                             (7, ASKS_AFTER_BLIND7), (8, ASKS_AFTER_BLIND8)) for p in ps]
+                                             (7, ASKS_AFTER_BLIND7), (8, ASKS_AFTER_BLIND8),
+                                             (9, ASKS_AFTER_BLIND9)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
-                                                 (8, HARMLESS_AFTER_BLIND8)) for p in ps]
+                                                 (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
