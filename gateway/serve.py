@@ -58,7 +58,7 @@ def serve(
     use_uvloop: bool | None = None,
 ) -> None:
     """`use_uvloop`: the `--no-uvloop` flag (False) overrides `listen.uvloop`; None keeps the config's."""
-    configure_logging(log_format or cfg.gateway.logging.format, cfg.gateway.logging.level)
+    configure_logging(log_format or cfg.gateway.logging.format, cfg.gateway.logging.level, cache=True)
     listen_host = host or cfg.gateway.listen.host
     listen_port = port if port is not None else cfg.gateway.listen.port
     traced = tracing.configure(cfg.gateway.tracing)
