@@ -39,7 +39,7 @@ from gateway.core import eras, host_side, namespacing
 from gateway.core.messages import id_key, kind_of
 from gateway.core.raw_json import encode
 from gateway.core.session_record import SessionRecord
-from gateway.driver.contracts import HostGone, HostStream, Responder
+from gateway.driver.contracts import HostGone, HostStream, OneByOne, Responder
 from gateway.driver.session_driver import SessionDriver
 from gateway.errors import (
     INTERNAL_ERROR,
@@ -489,7 +489,7 @@ class Captured:
         return _CapturedStream(self)
 
 
-class _CapturedStream:
+class _CapturedStream(OneByOne):
     def __init__(self, reply: Captured) -> None:
         self.reply = reply
 
@@ -519,7 +519,7 @@ class ToHost:
         return ToHostStream(await self.outer.stream(self.session_id or ""), self.server)
 
 
-class ToHostStream:
+class ToHostStream(OneByOne):
     """Events from one server's session, renamed; event ids say which server's stream they resume."""
 
     def __init__(self, inner: HostStream, server: str) -> None:
@@ -565,7 +565,7 @@ class MergedStream:
                 raise
 
 
-class _MergedPart:
+class _MergedPart(OneByOne):
     def __init__(self, merged: MergedStream, server: str) -> None:
         self.merged = merged
         self.server = server

@@ -15,6 +15,11 @@ class HostStream(Protocol):
         """One SSE event (empty payload: a priming event). Raises HostGone."""
         ...
 
+    async def write_many(self, events: list[tuple[bytes, str | None]]) -> None:
+        """Several events, in order, in as few writes as the stream can (a relay passes on what one upstream
+        chunk held). Raises HostGone."""
+        ...
+
     async def comment(self) -> None:
         """A keepalive comment. Raises HostGone."""
         ...
@@ -46,3 +51,14 @@ class DriverSettings:
     protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
     generation: str | None = None
     """A hash of the server's config: sessions stored under another one are not this server's."""
+
+
+class OneByOne:
+    """`write_many` for streams that handle each event on its own (they rename or capture it)."""
+
+    async def write(self, payload: bytes, event_id: str | None) -> None:
+        raise NotImplementedError
+
+    async def write_many(self, events: list[tuple[bytes, str | None]]) -> None:
+        for payload, event_id in events:
+            await self.write(payload, event_id)

@@ -28,7 +28,7 @@ from gateway.core.commands import Dropped
 from gateway.core.messages import id_key
 from gateway.core.raw_json import encode, parse
 from gateway.core.session_record import SessionRecord
-from gateway.driver.contracts import DriverSettings, HostGone, HostStream, Responder
+from gateway.driver.contracts import DriverSettings, HostGone, HostStream, OneByOne, Responder
 from gateway.errors import UPSTREAM_STREAM_LOST, UpstreamFailure, jsonrpc_error
 from gateway.logs import get_logger
 from gateway.metrics import method_label
@@ -220,6 +220,7 @@ class RequestRelay:
         self._event_prefix = self.tag.event_prefix()  # once per stream, not per event
         self.seq = 0
         self.ring: deque[tuple[int, bytes]] = deque(maxlen=_RING)
+        self._held: list[tuple[bytes, str | None]] = []
         self.answered = False
         self.closed = False
         self.detached = False
@@ -230,21 +231,25 @@ class RequestRelay:
     def attach(self, stream: HostStream) -> None:
         self.stream = stream
 
-    async def run(self, messages: AsyncIterator[Any]) -> str:
+    async def run(self, messages: AsyncIterator[Any], queued: Callable[[], int] = lambda: 0) -> str:
+        """`queued`: how many upstream messages are already read behind the last one; while there are,
+        what goes to the host is held and written together (one write for what one upstream chunk held)."""
         try:
             if self.rec.host_version >= "2025-11-25":
                 await self._emit(b"")  # priming event (2025-11-25 SSE polling): the host can resume from here
-            return await self._pump(messages)
+            return await self._pump(messages, queued)
         finally:
             self.closed = True  # the HTTP response ends: later completions take the session's buffer
 
-    async def _pump(self, messages: AsyncIterator[Any]) -> str:
+    async def _pump(self, messages: AsyncIterator[Any], queued: Callable[[], int]) -> str:
         try:
             async for upstream_msg in messages:
                 for out in await self.process(upstream_msg, _RelayStream(self)):
-                    await self._send(out)
+                    await self._send(out, hold=True)
                 if self.answered:
-                    return "ok"
+                    break
+                if not queued():
+                    await self._write_held()
         except UpstreamFailure as exc:
             log.warning("upstream.stream_failed", server=self.upstream, session=self.rec.session_id, reason=exc.message)
             await self._send(lost(self.request_id, exc.message))
@@ -252,13 +257,14 @@ class RequestRelay:
         if not self.answered:
             await self._send(lost(self.request_id, f"server {self.upstream!r} closed the stream without answering"))
             return "upstream_stream_lost"
+        await self._write_held()
         return "ok"
 
     async def send(self, msg: dict[str, Any]) -> None:
         """A message from the gateway itself (already judged) on this request stream."""
         await self._send(msg)
 
-    async def _send(self, msg: dict[str, Any]) -> None:
+    async def _send(self, msg: dict[str, Any], hold: bool = False) -> None:
         try:
             payload = encode(msg)
         except orjson.JSONEncodeError:  # fails alone: never a second response inside a started stream
@@ -270,23 +276,32 @@ class RequestRelay:
             self.answered = True
         elif "id" in msg and self.on_request is not None:
             self.on_request(msg["id"])
-        await self._emit(payload)
+        await self._emit(payload, hold)
 
-    async def _emit(self, payload: bytes) -> None:
+    async def _emit(self, payload: bytes, hold: bool = False) -> None:
         self.seq += 1
         seq = self.seq
         if self.stream is not None:
             self.ring.append((seq, payload))
-            try:
-                await self.stream.write(payload, f"{self._event_prefix}{seq}")
-                return
-            except HostGone:
-                self.detach()
-            await self._flush_ring()  # this event is in the ring
+            self._held.append((payload, f"{self._event_prefix}{seq}"))
+            if not hold or len(self._held) >= _RING // 2:  # never more held than the ring replays
+                await self._write_held()
             return
         await self._flush_ring()
         async with self._lock:
             await self._store(seq, payload)
+
+    async def _write_held(self) -> None:
+        """Writes what is held, in order, in one write; a host gone takes it from the ring (and the store)."""
+        events, self._held = self._held, []
+        if not events or self.stream is None:
+            return
+        try:
+            await self.stream.write_many(events)
+            return
+        except HostGone:
+            self.detach()
+        await self._flush_ring()  # these events are in the ring
 
     def detach(self) -> None:
         """The host's stream is gone: what it may have missed (the ring) goes to the store, and so does the rest."""
@@ -294,6 +309,7 @@ class RequestRelay:
             return
         self.detached = True
         self.stream = None
+        self._held.clear()  # in the ring too
         self.buffers.spawn(self._flush_ring(), name=f"ring:{self.tag.token}")
 
     async def _flush_ring(self) -> None:
@@ -315,7 +331,7 @@ class RequestRelay:
         await self._store(FINAL_SEQ, encode(msg))
 
 
-class _RelayStream:
+class _RelayStream(OneByOne):
     """The request stream as seen by completion routing: writes go through the relay (ids, ring, detach)."""
 
     def __init__(self, relay: RequestRelay) -> None:

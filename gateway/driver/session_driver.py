@@ -406,7 +406,7 @@ class SessionDriver:
                     call.relay.attach(await responder.stream(rec.session_id))
                 except (ConnectionResetError, RuntimeError):
                     call.relay.detach()
-                return await call.relay.run(reply.messages)
+                return await call.relay.run(reply.messages, lambda: reply.queued)
         except UpstreamSessionGone as exc:
             await self.end(rec, reason="upstream_session_gone")
             status, body = error_to_wire(exc, msg["id"])

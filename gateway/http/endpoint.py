@@ -42,6 +42,9 @@ class SseStream:
     async def write(self, payload: bytes, event_id: str | None) -> None:
         await self._write(frame(payload, event_id))
 
+    async def write_many(self, events: list[tuple[bytes, str | None]]) -> None:
+        await self._write(b"".join(frame(payload, event_id) for payload, event_id in events))
+
     async def comment(self) -> None:
         await self._write(b": keepalive\n\n")
 

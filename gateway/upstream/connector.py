@@ -30,6 +30,9 @@ class UpstreamReply:
     last_event_id: str | None = None
     retry_ms: int | None = None
     resumed: int = 0
+    queued: int = 0
+    """Messages already read and parsed behind the one just yielded (the rest of an SSE chunk): a relay
+    writes them to the host together."""
 
 
 class Upstream(Protocol):

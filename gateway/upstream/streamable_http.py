@@ -24,7 +24,7 @@ import orjson
 from gateway import tracing
 from gateway.core.raw_json import parse
 from gateway.errors import UPSTREAM_FAILED, UPSTREAM_STREAM_LOST, UpstreamFailure, UpstreamSessionGone
-from gateway.sse import DEFAULT_MAX_EVENT_BYTES, SseParser
+from gateway.sse import DEFAULT_MAX_EVENT_BYTES, SseEvent, SseParser
 from gateway.upstream.connector import UpstreamReply, no_messages
 from gateway.upstream.credentials import UpstreamCredentials, as_credentials
 from gateway.upstream.http_pool import HttpPool, PooledResponse
@@ -207,9 +207,10 @@ class StreamableHttpUpstream:
                 raise UpstreamFailure(
                     UPSTREAM_STREAM_LOST, f"stream from server {self.name!r} broke ({exc})"
                 ) from None
+            left = sum(1 for event in events if _carries_message(event))
             for event in events:
                 reply.last_event_id, reply.retry_ms = event.id, parser.reconnection_ms
-                if event.event != "message" or not event.data.strip():
+                if not _carries_message(event):
                     continue  # priming events and other event types carry no JSON-RPC
                 try:
                     message = parse(event.data.encode())
@@ -217,7 +218,10 @@ class StreamableHttpUpstream:
                     raise UpstreamFailure(
                         UPSTREAM_FAILED, f"server {self.name!r} sent malformed JSON on its stream"
                     ) from None
+                left -= 1
+                reply.queued = left
                 yield message
+            reply.queued = 0
             reply.last_event_id, reply.retry_ms = parser.last_event_id, parser.reconnection_ms
 
     async def _standalone(
@@ -310,6 +314,10 @@ async def _read_body(resp: aiohttp.ClientResponse, limit: int) -> bytes | None:
         if len(body) > limit:
             return None
     return bytes(body)
+
+
+def _carries_message(event: SseEvent) -> bool:
+    return event.event == "message" and bool(event.data.strip())
 
 
 def _is_response(message: Any) -> bool:

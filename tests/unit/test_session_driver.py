@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gateway.driver.contracts import DriverSettings, HostGone
+from gateway.driver.contracts import DriverSettings, HostGone, OneByOne
 from gateway.driver.session_driver import SessionDriver
 from gateway.elicitation_gate import ElicitationGate
 from gateway.errors import HostProtocolError
@@ -37,12 +37,18 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-class Stream:
+class Stream(OneByOne):
     def __init__(self, fail_after: int | None = None) -> None:
         self.events: list[tuple[bytes, str | None]] = []
         self.fail_after = fail_after
+        self.writes = 0  # calls of write or write_many: what a socket would see as writes
+
+    async def write_many(self, events: list[tuple[bytes, str | None]]) -> None:
+        await super().write_many(events)  # event by event, through any subclass's write
+        self.writes -= len(events) - 1  # one write on a socket
 
     async def write(self, payload: bytes, event_id: str | None) -> None:
+        self.writes += 1
         if self.fail_after is not None and len(self.events) >= self.fail_after:
             raise HostGone()
         self.events.append((payload, event_id))
