@@ -73,7 +73,7 @@ def cached_lexicon(build: Callable[[], T], kind: type[T], folder: str | None = N
     if path.exists():
         try:
             lexicon = _read(path, kind)
-        except (OSError, ValueError, EOFError, pickle.UnpicklingError, AttributeError, TypeError) as exc:
+        except Exception as exc:  # whatever a bad file raises, the lexicon is built instead
             _notes.append(("warning", "lexicon.cache_ignored", {"path": str(path), "reason": str(exc)[:200]}))
         else:
             _notes.append(("info", "lexicon.cache_read", {"path": str(path)}))

@@ -146,6 +146,23 @@ def test_a_pickle_naming_other_code_is_refused_even_with_a_good_digest(
     assert "lexicon.cache_ignored" in out and "posix.system is not part of a lexicon" in out
 
 
+class _Odd:
+    def __reduce__(self) -> tuple[object, tuple[()]]:
+        from gateway.policy.secret_lexicon import Lexicon
+
+        return (Lexicon, ())  # an allowed class called wrongly: the unpickler raises (a TypeError)
+
+
+def test_any_error_reading_the_file_falls_back_to_building(built: Lexicon, folder: Path) -> None:
+    import hashlib
+
+    cached_lexicon(lambda: built, Lexicon, str(folder))
+    (path,) = folder.glob("lexicon-*.pickle")
+    payload = pickle.dumps(_Odd())
+    path.write_bytes(lexicon_cache._MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+    assert "lexicon.cache_ignored" in _rebuilt_after(folder, built)
+
+
 def test_a_file_others_can_write_is_not_read(built: Lexicon, folder: Path) -> None:
     cached_lexicon(lambda: built, Lexicon, str(folder))
     (path,) = folder.glob("lexicon-*.pickle")
