@@ -241,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _offline(args: argparse.Namespace, cfg: LoadedConfig) -> int:
-    """`check` and `explain`."""
+    """`check` and `explain` (only `explain` builds the lexicon)."""
     if args.command == "check":
         for missing in cfg.missing:
             print(f"config warning: {missing}", file=sys.stderr)
