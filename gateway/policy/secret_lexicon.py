@@ -42,6 +42,7 @@ from gateway.policy.text_normalization import CAMEL_MARK, ascii_capitals, camel_
 __all__ = [
     "DESCRIBED",
     "FAMILY_CATEGORY",
+    "INVISIBLE",
     "NUMERIC_CATEGORIES",
     "Lexicon",
     "TextScan",
@@ -1244,13 +1245,13 @@ _NOUN_CONCEPTS: Final = frozenset({"key_word", "code_word", "codes"})
 def _written(exact: str, original: str) -> bool:
     """Whether `original` holds `exact` as written (diacritics kept), separators aside."""
     # NFKC keeps diacritics but undoes fullwidth and styled letters; overrides are read as displayed.
-    written = unicodedata.normalize("NFKC", _INVISIBLE.sub("", undo_overrides(original))).casefold()
+    written = unicodedata.normalize("NFKC", INVISIBLE.sub("", undo_overrides(original))).casefold()
     return exact in written or _NON_WORD.sub("", exact) in _NON_WORD.sub("", written)
 
 
 _PROCLITIC_SCRIPT: Final = re.compile("[\u05d0-\u05ea\u0620-\u064a\u0671-\u06d3]")
 _PROCLITICS: Final = frozenset("הבלמשוכ" "والبفكس")
-_INVISIBLE: Final = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
+INVISIBLE: Final = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 
 
 _DOTTED_CAPITALS: Final = re.compile(r"(?<=\b[A-Z])\.(?=[A-Z]\b)")
@@ -1260,15 +1261,15 @@ _SPELT_CAPITALS: Final = re.compile(r"(?<![A-Za-z])[A-Z](?:[._\-\s/*·|]+[A-Z])+
 
 def _acronym_shown(key: str, original: str) -> bool:
     """A weak short term counts when written in capitals ("TAN", "DNI") or when it is the whole label."""
-    visible = ascii_capitals(_INVISIBLE.sub("", original))
+    visible = ascii_capitals(INVISIBLE.sub("", original))
     if "." in visible:
         visible = _DOTTED_CAPITALS.sub("", visible)  # "C.F.", "N.I.F." are capitals too
     visible = _SPELT_CAPITALS.sub(lambda m: _NON_WORD.sub("", m.group(0)).replace("_", ""), visible)
     if re.search(rf"(?<![A-Za-z]){re.escape(key.upper())}(?![a-z])", visible):
         return True
-    words = [w for w in _SEPARATORS.split(_INVISIBLE.sub("", original).strip()) if w]
+    words = [w for w in _SEPARATORS.split(INVISIBLE.sub("", original).strip()) if w]
     if not original.isascii():
-        bare = "".join(c for c in unicodedata.normalize("NFD", _INVISIBLE.sub("", original))
+        bare = "".join(c for c in unicodedata.normalize("NFD", INVISIBLE.sub("", original))
                        if not unicodedata.combining(c))
         if any(w.isupper() and normalize_text(w) == key for w in _SEPARATORS.split(bare) if w):
             return True  # capitals of any script or style, marks aside ("EГН" with a Latin E, "ṄȦṠ", "ＴＡＮ")

@@ -36,6 +36,7 @@ import ahocorasick_rs
 from gateway.policy.secret_lexicon import (
     DESCRIBED,
     FAMILY_CATEGORY,
+    INVISIBLE,
     NOTHING,
     NUMERIC_CATEGORIES,
     Lexicon,
@@ -215,8 +216,9 @@ _CODE_WORDS: Final = frozenset(w for entry in ("code", "codes", "código", "kód
 
 
 # Separators between single letters ("c l a v e", "P.A.S.S"): removed to read the word they spell.
-_SPACED_OUT: Final = re.compile(r"(?<=\b\w)[\s.\-_·*]+(?=\w\b)")
-_HIDDEN: Final = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+_LETTER_GAP: Final = r"[\s.\-_·*]+"
+_SPACED_OUT: Final = re.compile(rf"(?<=\b\w){_LETTER_GAP}(?=\w\b)")
+_SPACED_WORD: Final = re.compile(rf"\w(?:{_LETTER_GAP}\w)+")
 
 
 def _disguised(label: str) -> bool:
@@ -225,9 +227,9 @@ def _disguised(label: str) -> bool:
     word = label.strip(" :*")
     letters = [c for c in word if c.isalpha()]
     mixed = any(c.isupper() for c in letters[1:]) and any(c.islower() for c in letters) and not word.istitle()
-    spaced = len(letters) >= 4 and re.fullmatch(r"\w(?:[\s.\-_·*]+\w)+", word) is not None
+    spaced = len(letters) >= 4 and _SPACED_WORD.fullmatch(word) is not None
     foreign = not word.isascii() and normalize_text(word).isascii()
-    return mixed or spaced or foreign or _HIDDEN.search(word) is not None
+    return mixed or spaced or foreign or INVISIBLE.search(word) is not None
 
 
 def _postal(*texts: str) -> bool:
