@@ -207,10 +207,11 @@ class StreamableHttpUpstream:
                 raise UpstreamFailure(
                     UPSTREAM_STREAM_LOST, f"stream from server {self.name!r} broke ({exc})"
                 ) from None
-            left = sum(1 for event in events if _carries_message(event))
-            for event in events:
+            carrying = [_carries_message(event) for event in events]
+            left = sum(carrying)
+            for event, carries in zip(events, carrying, strict=True):
                 reply.last_event_id, reply.retry_ms = event.id, parser.reconnection_ms
-                if not _carries_message(event):
+                if not carries:
                     continue  # priming events and other event types carry no JSON-RPC
                 try:
                     message = parse(event.data.encode())
