@@ -8,7 +8,7 @@ NPM_STAMP := tests/npm/node_modules/.installed
 # The MCP conformance suite and the Node (>= 22) it runs on, both from npm, pinned by the lock file.
 CONFORMANCE_STAMP := tests/conformance/node_modules/.installed
 
-.PHONY: run test lint unit bench bench-quick bench-tools bench-profile bench-sessions check-schema clean deploy-check conformance conformance-ci \
+.PHONY: run test lint unit bench bench-quick bench-tools bench-profile bench-sessions bench-start check-schema clean deploy-check conformance conformance-ci \
 	lexicon-real-words \
 	conformance-tools fuzz soak burst browser
 
@@ -156,6 +156,10 @@ lexicon-real-words: $(STAMP)
 # Session figures only: 10,000 idle sessions against the gateway and a plain aiohttp forwarder.
 bench-sessions: $(STAMP)
 	$(PY) bench/sessions.py
+
+# Start to listening with the policy lexicon built and read from the opt-in cache (docs/operations.md).
+bench-start: $(STAMP)
+	$(PY) bench/start_time.py
 
 # Coverage-guided fuzzing (atheris) of every target in fuzz/targets.py, FUZZ_SECONDS each.
 # A crash is written to fuzz/regressions/ (commit it: tests/fuzz replays it in every run).

@@ -92,3 +92,10 @@ def test_the_profile_summary_reads_collapsed_stacks() -> None:
     own = text.split("inclusive time:")[0]
     assert "75.0%  check_json (gateway/core/json_limits.py)" in own and "25.0%  write (asyncio/selector_events.py)" in own
     assert "100.0%  main (gateway/cli.py)" in text.split("inclusive time:")[1]
+
+
+def test_the_start_time_script_prints_both_starts_and_the_cache_size() -> None:
+    out = subprocess.run([sys.executable, str(REPO / "bench" / "start_time.py"), "1"], capture_output=True,
+                         text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "lexicon built" in out.stdout and "read from the cache" in out.stdout and "cache file:" in out.stdout
