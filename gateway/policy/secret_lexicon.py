@@ -92,6 +92,7 @@ _LEET: Final = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", 
                               "@": "a", "$": "s", "!": "i", "|": "l"})
 _LEET_L: Final = str.maketrans({"1": "l"})
 
+_LATIN_LETTER: Final = re.compile("[A-Za-z]")
 _VERB_FINAL: Final = re.compile("[\u3040-\u30ff\uac00-\ud7af\u0900-\u0dff]")
 _ATTACHED: Final = 2
 _SECRET_KINDS: Final = frozenset({TERM, REVERSED, PHRASE})
@@ -706,7 +707,10 @@ class Lexicon:
             readings.append(backwards)
         glued_readings = _glued(folded)
         # A word cut by a separator leaves fragments ("סועד-ים"): only the glued readings are spelled right.
-        corrected = self._corrected(folded, not prose) if not glued_readings else None
+        # A text with no Latin letter is never corrected into a Latin word: folding spells "Поле" (a field)
+        # "noлe", one letter from Portuguese "nome" (a name), but nobody misspells across scripts.
+        latin = text.isascii() or _LATIN_LETTER.search(text) is not None
+        corrected = self._corrected(folded, not prose, latin) if not glued_readings else None
         if corrected is not None and " " not in corrected.strip():
             readings.append(corrected)  # a whole label spelled right as one noun ("mot de pass")
             corrected = None
@@ -718,7 +722,7 @@ class Lexicon:
             # Separators inside words ("pass-word", "p.i.n", "_Sala_uksen **pääa**vain", "リカ-バリー"):
             # the text read with them gone, and spelled right.
             readings.append(glued)
-            corrected = self._corrected(glued, not prose)
+            corrected = self._corrected(glued, not prose, latin)
             if corrected is not None:
                 readings.append(corrected)
         original = undo_overrides(text)
@@ -885,12 +889,14 @@ class Lexicon:
             out.append(fix or word)
         return " ".join(out) if changed else None
 
-    def _corrected(self, folded: str, label: bool) -> str | None:
+    def _corrected(self, folded: str, label: bool, latin: bool = True) -> str | None:
         """The text with misspelt or abbreviated words of secret nouns put right ("pasword", "pswd")."""
         changed = False
         out = []
         for word in _SEPARATORS.split(folded):
             fix = (self._correct(word, label) or self._concept_fix(word)) if word else None
+            if fix is not None and not latin and fix.isascii() and not word.isascii():
+                fix = None
             if fix is not None:
                 changed = True
                 out.append(fix)
@@ -900,7 +906,7 @@ class Lexicon:
             # A label misspelt across its words ("mot de pass"): the whole label against every term.
             squashed = _SEPARATORS.sub("", folded)
             fix = self._correct(squashed, label) if len(squashed) >= _TYPO_MIN else None
-            if fix is not None:
+            if fix is not None and (latin or not fix.isascii() or squashed.isascii()):
                 return self._spaced(fix)
         return " ".join(out) if changed else None
 

@@ -46,7 +46,7 @@ from gateway.policy.secret_lexicon import (
     words_of,
 )
 from gateway.policy.secret_values import fragment_kind, pattern_asks_for_secret, text_shows_secret, value_secret_kind
-from gateway.policy.text_normalization import decode_escapes, normalize_text
+from gateway.policy.text_normalization import decode_escapes, has_encoded_run, normalize_text
 
 __all__ = ["CATEGORIES", "SensitiveFieldDetector", "SensitiveFinding"]
 
@@ -78,6 +78,8 @@ _QUOTE_OPEN: Final = re.compile("[\"'«»„“”‘’「」『』《》〈〉
 _QUOTED: Final = re.compile("[\"“”„«»‘’'「『《〈]([^\"“”„«»‘’'「」『』《》〈〉\n]{1,60})[\"“”«»‘’'」』》〉]")
 _REMARK: Final = re.compile(r"[(（][^()（）]*[)）]")
 _SENTENCE: Final = re.compile(r"[^.!?。！？]*(?:[.!?。！？]+\s*|$)")
+# Sentences as any script ends them (danda, Urdu and Amharic full stops, Arabic question mark, a new line).
+_MESSAGE_SENTENCE: Final = re.compile("[^.!?。！？।۔؟።\n]*(?:[.!?。！？।۔؟።\n]+\\s*|$)")
 _VALUE_KEYS: Final = frozenset({"default", "examples", "example", "placeholder", "pattern"})
 _MARKER_KEYS: Final = _VALUE_KEYS | {"format", "writeOnly"}
 _CHOICE_KEYS: Final = frozenset({"enum", "oneOf", "anyOf", "const", "enumNames"})
@@ -353,9 +355,10 @@ class SensitiveFieldDetector:
             properties = {}
         fields, labels, rest, misspelt = self._collect(properties, message, False)
         joined = "\n".join(labels) + "\n\n" + "\n".join(rest) + _seams(message, labels)
-        if "&" in joined or "%" in joined:
+        if "&" in joined or "%" in joined or has_encoded_run(joined):
             # Every text is read as a user agent would render it: HTML references and percent-escapes
-            # decoded (rarely needed: the check above is all the common path pays).
+            # decoded, and as a reader told "this label is base64" would: base64 and hex runs that spell
+            # words (rarely needed: the check above is all the common path pays).
             message = decode_escapes(message)
             fields, labels, rest, misspelt = self._collect(properties, message, True)
             joined = "\n".join(labels) + "\n\n" + "\n".join(rest) + _seams(message, labels)
@@ -525,9 +528,10 @@ class SensitiveFieldDetector:
         if not title and name_scan.governed and not name_scan.asked and not self._generic(field):
             return True
         if name_scan.asked and title and not (title_scan.asked or title_scan.about) and not self._generic(field) \
-                and not self._lexicon.head_is_secret(field.name):
+                and (not self._lexicon.head_is_secret(field.name) or words_of(field.name)[-1:] == words_of(title)[:1]):
             # A human title that names no secret, and an identifier whose head noun is something else
-            # (`password_issue`, `secret_masala`): the secret word only modifies the head.
+            # (`password_issue`, `secret_masala`): the secret word only modifies the head. An identifier that
+            # is the title's first word is read as the title reads it (`pis`, "Pis i porta": a floor).
             name_scan = NOTHING
             if not (title_scan.asked or desc_scan.asked):
                 return False
@@ -615,12 +619,35 @@ class SensitiveFieldDetector:
                     and (f.kind is not _NUMBER or self._generic(f))]
             # The message points at the one field that can take the answer, or at a field whose label
             # says nothing of its own ("Value", "Type it here").
+            if able and len(able) == 1 and not self._generic(able[0]) and self._claimed(message, able[0], category):
+                continue
             if not able or (len(able) > 1 and not any(self._generic(f) for f in able)
                             and not self._quoted(message, able)):
                 continue
             if category == "pin" and _postal(message, *(f.name + " " + f.title + " " + f.description for f in fields)):
                 continue
             add(category, "message")
+
+    def _claimed(self, message: str, field: _Field, category: str) -> bool:
+        """Whether another sentence of the message asks for what the field's own label names ("Enter the
+        delivery address. We never ask for your PIN." over a field "Address"): the label's word stands in
+        a sentence that names no secret, and the rest of the message still names the secret, so the field
+        answers that sentence, not the one naming the secret."""
+        label = field.title or field.name
+        if self._lexicon.may_name_secret(label):
+            return False
+        own = [w for w in words_of(label) if len(w) >= 3 and w not in _GENERIC_FIELD_WORDS]
+        if not own:
+            return False
+        for match in _MESSAGE_SENTENCE.finditer(message):
+            sentence = match.group(0)
+            if not sentence.strip() or self._lexicon.may_name_secret(sentence):
+                continue
+            # A word of the label, or the label's word with an ending ("Cinwaan" in "Cinwaanka gaarsiinta").
+            if any(w == o or (len(o) >= 4 and w.startswith(o)) for w in words_of(sentence) for o in own):
+                rest = message[:match.start()] + " " + message[match.end():]
+                return category in self._scan(rest, True).asked
+        return False
 
     @staticmethod
     def _quoted(message: str, able: list[_Field]) -> bool:

@@ -42,6 +42,8 @@ them onto ASCII would only merge distinct words. The result is idempotent.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import html
 import json
 import re
@@ -244,8 +246,47 @@ def _unquoted(match: re.Match[str]) -> str:
         return run  # not UTF-8 percent-encoding ("100%AB" in prose): left as written
 
 
+# A base64 run (with a digit, a sign or padding: plain words are no base64) or a 0x hex run.
+_ENCODED_RUN: Final = re.compile(r"(?<![\w+/=])(?:0x[0-9A-Fa-f]{6,}|(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})"
+                                 r"(?![\w+/=])")
+
+
+def _readable(raw: bytes) -> str | None:
+    """`raw` as text when it is UTF-8 that reads as words: mostly letters and spaces, no control codes."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    letters = sum(c.isalpha() or c in " -_" for c in text)
+    if not text or letters < 0.7 * len(text) or not any(c.isalpha() for c in text) or not text.isprintable():
+        return None
+    return text
+
+
+def _unencoded(match: re.Match[str]) -> str:
+    run = match.group(0)
+    try:
+        if run.startswith("0x"):
+            raw = bytes.fromhex(run[2:]) if len(run) % 2 == 0 else b""
+        elif len(run) % 4 == 0:
+            raw = base64.b64decode(run, validate=True)
+        else:
+            return run
+    except (binascii.Error, ValueError):
+        return run
+    text = _readable(raw)
+    return run if text is None else text
+
+
+def has_encoded_run(text: str) -> bool:
+    """Whether `text` holds a base64 or hex run that decodes to readable words (see `decode_escapes`)."""
+    return any(_unencoded(m) != m.group(0) for m in _ENCODED_RUN.finditer(text)) if len(text) <= _MAX_DECODED \
+        else False
+
+
 def decode_escapes(text: str) -> str:
-    """`text` with HTML character references and URL percent-escapes decoded, once each.
+    """`text` with HTML character references, URL percent-escapes, and base64 or 0x-hex runs that spell
+    readable words ("UGFzc3dvcmQ=" for "Password") decoded, once each.
 
     HTML references first, so a percent sign written as `&#37;` joins the percent pass.
     """
@@ -255,10 +296,13 @@ def decode_escapes(text: str) -> str:
         text = html.unescape(text)
     if "%" in text:
         text = _PERCENT_RUN.sub(_unquoted, text)
-    return text
+    return _ENCODED_RUN.sub(_unencoded, text)
 
 
-_MIXED_WORD: Final = re.compile(r"[^\W\d_]*[A-Za-z][^\W\d_]*")
+# A word with a Latin letter, or one mixing Greek and Cyrillic ("РІΝ": nobody writes both in one word).
+_MIXED_WORD: Final = re.compile(r"[^\W\d_]*[A-Za-z][^\W\d_]*"
+                                r"|[^\W\d_]*(?:[\u0370-\u03ff][^\W\d_]*[\u0400-\u04ff]|[\u0400-\u04ff][^\W\d_]*[\u0370-\u03ff])"
+                                r"[^\W\d_]*")
 
 
 def _capital_skeleton(char: str) -> str:
@@ -275,8 +319,9 @@ def _latin_capitals(match: re.Match[str]) -> str:
 
 
 def ascii_capitals(text: str) -> str:
-    """`text` with capital look-alikes of other scripts inside Latin words written as the ASCII capital
-    ("PΙΝ" -> "PIN"); words of other scripts ("ΚΩΔΙΚΟΣ") are left as they are."""
+    """`text` with capital look-alikes of other scripts inside Latin words, or words mixing Greek and
+    Cyrillic, written as the ASCII capital ("PΙΝ", "РІΝ" -> "PIN"); words of one other script ("ΚΩΔΙΚΟΣ")
+    are left as they are."""
     if text.isascii():
         return text
     return _MIXED_WORD.sub(_latin_capitals, text)

@@ -1084,14 +1084,41 @@ HARMLESS_AFTER_BLIND9 = [
     form("Crucigrama del domingo", c={"type": "string", "title": "Clave"}),
 ]
 
+ASKS_AFTER_BLIND10 = [
+    # A label in one script is never "corrected" into a Latin word: "Поле" (a field) is no misspelt "nome".
+    form("Сбербанк: введите пароль от онлайн-банка.", x={"type": "string", "title": "Поле"}),
+    form("МТС: унесите лозинку.", x={"type": "string", "title": "Поље"}),
+    # A word mixing Greek and Cyrillic capitals reads as the Latin capitals they imitate.
+    form("Ingiza РΙΝ yako ya benki", p={"type": "string", "title": "Jibu"}),  # Cyrillic Р, Greek Ι and Ν
+    # A label or message in base64 or hex reads as the words it encodes.
+    form("Sicherheitsprüfung", f={"type": "string", "title": "S2VubndvcnQ="}),  # "Kennwort"
+    form("Fill in the label 0x70617373776f7264", v={"type": "string", "title": "0x70617373776f7264"}),
+    # A session cookie's value is a bearer credential.
+    form("Paste the cookie value from your browser; the bot will then act as you.", c={"type": "string", "title": "li"}),
+]
+HARMLESS_AFTER_BLIND10 = [
+    # Another sentence of the message asks for what the field's label names; the secret is only mentioned.
+    form("Type the nearest landmark. Drivers who want your PIN are scammers.", a={"type": "string", "title": "Landmark"}),
+    form("Weka mahali pa kuchukua. Dereva hatakuuliza PIN.", m={"type": "string", "title": "Mahali"}),
+    # "So the" is English, not the Vietnamese "số thẻ" (card number) written without its marks.
+    form("We need the floor number so the technician can find you.", f={"type": "string", "title": "Floor"}),
+    # An identifier that is the title's first word reads as the title does ("Pis i porta": a floor and door).
+    form("Adreça de lliurament", pis={"type": "string", "title": "Pis i porta"}),
+    # A suggestions field takes remarks, not the secret the message is about.
+    form("How was resetting your password today?", r={"type": "integer", "title": "Rating", "minimum": 1,
+                                                       "maximum": 5}, s={"type": "string", "title": "Suggestions"}),
+    # Runs that only look encoded stay as written.
+    form("Order ABCD1234 shipped.", n={"type": "string", "title": "Tracking note"}),
+]
 
 # Every round's classes, asks and harmless forms, each example of our own (none a row of a blind set).
 ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AFTER_BLIND5), (6, ASKS_AFTER_BLIND6),
                                              (7, ASKS_AFTER_BLIND7), (8, ASKS_AFTER_BLIND8),
-                                             (9, ASKS_AFTER_BLIND9)) for p in ps]
+                                             (9, ASKS_AFTER_BLIND9), (10, ASKS_AFTER_BLIND10)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
-                                                 (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9)) for p in ps]
+                                                 (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
+                                                 (10, HARMLESS_AFTER_BLIND10)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
