@@ -280,8 +280,12 @@ def _unencoded(match: re.Match[str]) -> str:
 
 def has_encoded_run(text: str) -> bool:
     """Whether `text` holds a base64 or hex run that decodes to readable words (see `decode_escapes`)."""
-    return any(_unencoded(m) != m.group(0) for m in _ENCODED_RUN.finditer(text)) if len(text) <= _MAX_DECODED \
-        else False
+    if len(text) > _MAX_DECODED:
+        return False
+    # Word by word: splitting and the length and letter tests run in C, the pattern only on the rare word
+    # of eight characters or more that is not all letters (every form pays this, so it stays cheap).
+    return any(_unencoded(m) != m.group(0) for word in text.split() if len(word) >= 8 and not word.isalpha()
+               for m in _ENCODED_RUN.finditer(word))
 
 
 def decode_escapes(text: str) -> str:
