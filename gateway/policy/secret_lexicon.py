@@ -9,7 +9,10 @@ Data: one JSON file per language under `gateway/policy/data/lexicon/`, each with
   per class (`name`, `count`, `choose`, `confirm`, `describe`);
 - `benign_senses`: phrases where a secret noun has another sense
   ("secret ingredient", "boarding pass");
-- optional `negation`: words that negate a clause ("never", "do not").
+- optional `negation`: words that negate a clause ("never", "do not"), read before the noun they
+  negate (and after it in Japanese, Korean and Indic scripts, whose verbs come last);
+- optional `negation_after`: negations that follow the noun in their language ("PIN nahi maangte",
+  "kart numarası gerekmez", "የሚስጥር ቁጥር አንጠይቅም"), read on either side of it.
 
 Every phrase is folded with `normalize_text` and *squashed* (separators
 removed), and all of them go into one Aho-Corasick automaton. A text is folded
@@ -396,6 +399,8 @@ class Lexicon:
                 b.add(phrase, BENIGN, "benign", min_len=3)
             for word in data.get("negation", ()):
                 b.add(word, NEGATION, "negation", min_len=2)
+            for word in data.get("negation_after", ()):
+                b.add(word, NEGATION, "after", min_len=3)
         for term in extra_terms:
             if isinstance(term, str) and term.strip():
                 b.add(term, TERM, "custom")
@@ -1172,8 +1177,8 @@ class Lexicon:
                    and (label != "document" or category == "national_id")):
                 about.add(category)
                 continue
-            if any(ne <= start for _, ne, _ in negations) or (
-                    negations and any(ns >= end for ns, _, _ in negations) and _VERB_FINAL.search(clause)):
+            if any(ne <= start for _, ne, _ in negations) or (negations and any(
+                    ns >= end and (label == "after" or _VERB_FINAL.search(clause)) for ns, _, label in negations)):
                 # Japanese, Korean and Indic languages negate after the noun ("秘密鍵は貼り付けないでください").
                 about.add(category)
                 continue
