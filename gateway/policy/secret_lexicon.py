@@ -85,6 +85,7 @@ _UNSPACED_CHARS: Final = (
     "\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u0f00-\u0fff"
 )
 _UNSPACED: Final = re.compile(f"[{_UNSPACED_CHARS}]")
+UNSPACED: Final = _UNSPACED  # scripts written without spaces between words (CJK, Thai, Lao, Burmese, Khmer, Tibetan)
 # A colon before a quoted label does not end the clause: "Never type here: "PIN"" negates the PIN.
 _CLAUSES: Final = re.compile(r"(?<=[^\W_]{4})(?:[.!?;|,]|:(?!\s*[\"„“«「『]))(?:\s+|$)"
                              r"|(?<=[^\W_]{2})(?:[!?;|,]|:(?!\s*[\"„“«「『]))(?:\s+|$)|[。！？；，、\n]")
@@ -1177,9 +1178,12 @@ class Lexicon:
                    and (label != "document" or category == "national_id")):
                 about.add(category)
                 continue
-            if any(ne <= start for _, ne, _ in negations) or (negations and any(
-                    ns >= end and (label == "after" or _VERB_FINAL.search(clause)) for ns, _, label in negations)):
-                # Japanese, Korean and Indic languages negate after the noun ("秘密鍵は貼り付けないでください").
+            if any(ne <= start and label != "after" for _, ne, label in negations) or (negations and any(
+                    ns >= end and (_VERB_FINAL.search(clause) or (label == "after" and _closes(ne, ends)))
+                    for ns, ne, label in negations)):
+                # Japanese, Korean and Indic languages negate after the noun ("秘密鍵は貼り付けないでください"),
+                # and so do the verbs that close a clause elsewhere ("PIN nahi maangte", "... gerekmez"); an
+                # adverb further on negates something else ("Enter your PIN, and never share it").
                 about.add(category)
                 continue
             asked.add(category)
@@ -1268,6 +1272,11 @@ INVISIBLE: Final = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2
 _DOTTED_CAPITALS: Final = re.compile(r"(?<=\b[A-Z])\.(?=[A-Z]\b)")
 # Capitals spelt one by one with any separator between them ("T_A_N", "C-V-V", "P I N").
 _SPELT_CAPITALS: Final = re.compile(r"(?<![A-Za-z])[A-Z](?:[._\-\s/*·|]+[A-Z])+(?![A-Za-z])")
+
+
+def _closes(negation_end: int, word_ends: list[int]) -> bool:
+    """Whether a negation ending at `negation_end` closes its clause (one word after it at most)."""
+    return len(word_ends) - bisect_right(word_ends, negation_end) <= 1
 
 
 def _acronym_shown(key: str, original: str) -> bool:

@@ -39,6 +39,7 @@ from gateway.policy.secret_lexicon import (
     INVISIBLE,
     NOTHING,
     NUMERIC_CATEGORIES,
+    UNSPACED,
     Lexicon,
     TextScan,
     load_builtin_lexicon,
@@ -161,11 +162,15 @@ def _phrase_matcher(phrases: Sequence[str]) -> ahocorasick_rs.AhoCorasick:
 
 
 def _word_pattern(phrases: Sequence[str]) -> re.Pattern[str]:
-    """One regex for `phrases` (folded); words of Latin-like scripts must stand as whole words."""
+    """One regex for `phrases` (folded); words of Latin-like scripts must stand as whole words, words of other
+    spaced scripts must start one (an ending may follow: "डाकघर"), words of unspaced scripts stand anywhere."""
     parts = []
     for phrase in sorted({normalize_text(p).strip() for p in phrases if p.strip()}, key=len, reverse=True):
         body = r"[\W_]+".join(re.escape(w) for w in re.split(r"[\W_]+", phrase) if w)
-        parts.append(rf"(?<![^\W_]){body}(?![^\W_])" if phrase.isascii() else body)
+        if phrase.isascii():
+            parts.append(rf"(?<![^\W_]){body}(?![^\W_])")
+        else:
+            parts.append(body if UNSPACED.search(phrase) else rf"(?<![^\W_]){body}")
     return re.compile("|".join(parts))
 
 
@@ -175,6 +180,9 @@ _POSTAL_PATTERN: Final = re.compile(
     r"\^?(?:(?:\[1-9\]|\\d)(?:\[0-9\]|\\d)\{5\}"
     r"|[1-9](?:\[0-9\]|\\d)\{5\}|[1-9]\d(?:\[0-9\]|\\d)\{4\}|[1-9]\d\d(?:\[0-9\]|\\d)\{3\})\$?")
 _POSTAL: Final = _word_pattern(_load_common().get("pin_postal_context", ()))
+# "PIN" as written in the scripts of the countries with postal PIN codes and map pins (a loanword everywhere).
+_PIN_WORD: Final = _word_pattern(("pin", "pincode", "पिन", "পিন", "પિન", "ਪਿੰਨ", "ਪਿਨ", "பின்", "పిన్", "ಪಿನ್", "പിൻ",
+                                  "ପିନ୍", "පින්", "پن", "پِن", "بن", "пин", "πιν", "ピン", "핀"))
 # "Heslo", "jelszó", "hasło", "Parole" also mean a motto or slogan: a field that says so asks for one.
 _MOTTO: Final = _word_pattern(_load_common().get("password_motto_context", ()))
 # Words that are the password only on a sign-in form (Turkish and Romanian "Parola", Spanish "Clave",
@@ -235,7 +243,10 @@ def _disguised(label: str) -> bool:
 
 
 def _postal(*texts: str) -> bool:
-    return any(text and _POSTAL.search(normalize_text(text)) for text in texts)
+    """Whether the PIN the texts name is a postal PIN code or a pin on a map: the word "PIN" itself (a bank's
+    "secret number" is never postal) beside a place word (address, delivery, map, area...)."""
+    folded = [normalize_text(text) for text in texts if text]
+    return any(_PIN_WORD.search(text) for text in folded) and any(_POSTAL.search(text) for text in folded)
 
 
 def _as_stored(text: str) -> str:
@@ -487,7 +498,10 @@ class SensitiveFieldDetector:
                 joined = self._scan(before + glue + after, True).asked
                 if not joined:
                     continue
-                alone = self._scan(before, True).asked | self._scan(after, True).asked
+                # What either text names on its own, asked or only mentioned ("... numarası gerekmez": not
+                # needed), is no ask the joining made.
+                first, second = self._scan(before, True), self._scan(after, True)
+                alone = first.asked | first.about | second.asked | second.about
                 for category in sorted(joined - alone):
                     if _receives(category, field.kind):
                         add(category, field.path)
@@ -538,7 +552,8 @@ class SensitiveFieldDetector:
         postal: bool | None = None
         # A word used in another sense anywhere in the field ("Hasło reklamowe", name `haslo`) keeps that sense.
         other_sense = name_scan.sense | title_scan.sense | desc_scan.sense
-        for suffix, scan in (("", name_scan), (".title", title_scan), (".description", desc_scan)):
+        for suffix, scan, source in (("", name_scan, field.name), (".title", title_scan, title),
+                                     (".description", desc_scan, description)):
             for category in sorted(scan.asked):
                 if not _receives(category, field.kind) or category in other_sense:
                     continue
@@ -550,7 +565,8 @@ class SensitiveFieldDetector:
                         pattern = field.schema.get("pattern")
                         postal = _postal(field.name, title, description, message) or (
                             isinstance(pattern, str) and _POSTAL_PATTERN.fullmatch(pattern) is not None)
-                    if postal:
+                    # Only the word "PIN" itself can be postal: a title saying "secret number" never is.
+                    if postal and _PIN_WORD.search(normalize_text(source)):
                         continue
                 add(category, path + suffix)
         return False

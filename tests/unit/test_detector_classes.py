@@ -1095,6 +1095,11 @@ ASKS_AFTER_BLIND10 = [
     form("Fill in the label 0x70617373776f7264", v={"type": "string", "title": "0x70617373776f7264"}),
     # A session cookie's value is a bearer credential.
     form("Paste the cookie value from your browser; the bot will then act as you.", c={"type": "string", "title": "li"}),
+    # A negation further on negates something else; a bank's "secret number" is never a postal PIN; a place
+    # word must start a word ("एटीएम पिन" holds no "map").
+    form("Enter your PIN and never share it with anyone.", f={"type": "string", "title": "Value"}),
+    form("لتأكيد التوصيل أدخل الرقم السري للبطاقة", f={"type": "string", "title": "الرقم السري للبطاقة", "maxLength": 4}),
+    form("नकद निकासी", f={"type": "string", "title": "एटीएम पिन"}),
 ]
 HARMLESS_AFTER_BLIND10 = [
     # Another sentence of the message asks for what the field's label names; the secret is only mentioned.
@@ -1107,6 +1112,14 @@ HARMLESS_AFTER_BLIND10 = [
     # A suggestions field takes remarks, not the secret the message is about.
     form("How was resetting your password today?", r={"type": "integer", "title": "Rating", "minimum": 1,
                                                        "maximum": 5}, s={"type": "string", "title": "Suggestions"}),
+    # A negation that closes its clause, in languages that put it after the noun; a negated mention joined to
+    # the next label is still a mention.
+    form("Delivery ke liye rasta batayiye. Hum kabhi aapka OTP nahi maangte.", f={"type": "string", "title": "Rasta"}),
+    form("Yeni kartınız hangi şubeye gönderilsin? Eski kartın numarası gerekmez.",
+         f={"type": "string", "title": "Teslim alınacak yer"}),
+    # "PIN" beside a place word: a pin on a map, a postal PIN code.
+    form("Pin the meeting point on the map for the driver.", f={"type": "string", "title": "Meeting point"}),
+    form("మీ చిరునామా పిన్ కోడ్ రాయండి.", f={"type": "string", "title": "పిన్ కోడ్"}),
     # Runs that only look encoded stay as written.
     form("Order ABCD1234 shipped.", n={"type": "string", "title": "Tracking note"}),
 ]
