@@ -62,6 +62,8 @@ class CallClock:
         self._changed = asyncio.Event()
         self.expired_ids: list[Any] = []
         """Host-facing ids of the requests still pending when the clock ran out."""
+        self.on_pause: Callable[[], None] | None = None
+        """Called when the call sends the host a request (`bounded` starts the full watch then)."""
 
     def asked(self, host_request_id: Any) -> None:
         """The call sent the host a request: the request clock stops until it is answered."""
@@ -69,6 +71,13 @@ class CallClock:
             self._used += self._now() - self._running_since
         self._outstanding[pending_key(host_request_id)] = (host_request_id, self._now())
         self._changed.set()
+        if self.on_pause is not None:
+            self.on_pause()
+
+    def request_left(self) -> float:
+        """Seconds left of the request timeout while the clock runs (no host request outstanding)."""
+        assert self.request_timeout is not None
+        return self.request_timeout - self._used - (self._now() - self._running_since)
 
     def _answered(self, key: str) -> None:
         if self._outstanding.pop(key, None) is not None and not self._outstanding:
@@ -134,25 +143,65 @@ class CallClock:
 
 
 async def bounded(call: Awaitable[str], clock: CallClock) -> str | Expiry:
-    """The call's outcome, or which bound ran out first (the call is then cancelled and awaited)."""
+    """The call's outcome, or which bound ran out first (the call is then cancelled and awaited).
+
+    Most calls never ask the host anything: until one does, a timer bounds the call (no task of its
+    own); the first host request starts `clock.watch`, which then keeps both bounds.
+    """
     task = asyncio.ensure_future(call)
-    watch = asyncio.ensure_future(clock.watch())
+    loop = asyncio.get_running_loop()
+    ended: list[Expiry | BaseException] = []
+    watch: asyncio.Future[Expiry] | None = None
+    timer: asyncio.TimerHandle | None = None
+
+    def end(why: Expiry | BaseException) -> None:
+        if not ended and not task.done():
+            ended.append(why)
+            task.cancel()
+
+    def on_timer() -> None:
+        nonlocal timer
+        left = clock.request_left()
+        timer = loop.call_later(left, on_timer) if left > 0 else None
+        if left <= 0:
+            end("request_timeout")
+
+    def on_watch(done: asyncio.Future[Expiry]) -> None:
+        if not done.cancelled():
+            failure = done.exception()
+            end(done.result() if failure is None else failure)
+
+    def on_pause() -> None:
+        nonlocal watch, timer
+        if watch is None:
+            if timer is not None:
+                timer.cancel()
+                timer = None
+            watch = asyncio.ensure_future(clock.watch())
+            watch.add_done_callback(on_watch)
+
+    if clock.request_timeout is not None:
+        timer = loop.call_later(clock.request_left(), on_timer)
+    clock.on_pause = on_pause
     try:
-        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:  # the call itself is cancelled (its host left and the grace ran out)
-        task.cancel()
-        watch.cancel()
-        await asyncio.wait({task, watch})
-        raise
-    if task.done():
-        watch.cancel()  # not awaited: the answer is out, the handler finishes at once
-        return task.result()
-    expiry = watch.result()
-    task.cancel()
-    await asyncio.wait({task})
-    if not task.cancelled() and task.exception() is None:
-        return task.result()  # it finished as it was being cancelled: its answer stands
-    return expiry
+        # Awaiting the task: if this handler is cancelled (its host left and the grace ran out), the call is
+        # cancelled too, and awaited.
+        return await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if not ended or (current is not None and current.cancelling()):
+            raise
+        why = ended[0]
+        if isinstance(why, BaseException):
+            raise why from None
+        return why
+    finally:
+        clock.on_pause = None
+        if timer is not None:
+            timer.cancel()
+        if watch is not None:
+            watch.remove_done_callback(on_watch)
+            watch.cancel()  # not awaited: the answer is out, the handler finishes at once
 
 
 def timeout_failure(server: str, why: str, settings: DriverSettings) -> UpstreamFailure:
