@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
@@ -71,12 +71,20 @@ def shutdown() -> None:
         provider.shutdown()
 
 
-@contextlib.contextmanager
-def span(name: str, parent_headers: Mapping[str, str] | None = None, **attributes: Any) -> Iterator[Span | None]:
+_OFF: Final = contextlib.nullcontext()
+
+
+def span(name: str, parent_headers: Mapping[str, str] | None = None,
+         **attributes: Any) -> contextlib.AbstractContextManager[Span | None]:
     """A current span (None when tracing is off); `parent_headers` continue a caller's W3C trace."""
     if _tracer is None:
-        yield None
-        return
+        return _OFF  # every request passes here: no generator when there is nothing to record
+    return _span(name, parent_headers, attributes)
+
+
+@contextlib.contextmanager
+def _span(name: str, parent_headers: Mapping[str, str] | None, attributes: dict[str, Any]) -> Iterator[Span | None]:
+    assert _tracer is not None
     context = None
     if parent_headers is not None and "traceparent" in {k.lower() for k in parent_headers}:
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
