@@ -7,6 +7,7 @@ Everything here refuses before the session driver sees a request.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -65,6 +66,7 @@ def _matches(name: str, patterns: tuple[str, ...]) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=256)  # every request asks; hosts send the same few Host values (bounded: 256)
 def host_allowed(host_header: str | None, allowed: tuple[str, ...]) -> bool:
     """DNS rebinding needs a name the attacker controls in `Host`: IP literals and localhost are
     always fine, any other name only when configured (listen.allowed_hosts)."""
