@@ -587,6 +587,12 @@ class Lexicon:
             words.pop()
         return len(words) >= 2 and self.scan(words[-1], False).governed
 
+    def concepts_in(self, text: str) -> frozenset[str]:
+        """The description concepts (`_concepts.json`) whose words stand in `text` ("type_in", "sent")."""
+        squashed = squash(normalize_text(text))
+        return frozenset(entry.label for _, (_, entries, *_) in self._hits(squashed) for entry in entries
+                         if entry.kind == CONCEPT)
+
     def may_name_secret(self, text: str) -> bool:
         """False when no part of `text` can name a secret: no phrase, no misspelt term, no leetspeak,
         nothing reversed. A cheap pre-check over all of a form's texts joined; a True needs the full

@@ -74,6 +74,7 @@ _CONSTRAINED_FORMATS: Final = frozenset({"email", "idn-email", "uri", "iri", "ur
 _QUIET_CACHE: Final = 4096
 _PROSE_SPACES: Final = 4
 _DIGIT: Final = re.compile(r"\d")
+_QUESTION_ENDS: Final = ("?", "？", "؟", ";")  # (";" is the Greek question mark)
 _SENTENCE_ENDS: Final = (".", "!", "?", "。", "！", "？", "؟", "।")
 _QUOTE_OPEN: Final = re.compile("[\"'«»„“”‘’「」『』《》〈〉]")
 _QUOTED: Final = re.compile("[\"“”„«»‘’'「『《〈]([^\"“”„«»‘’'「」『』《》〈〉\n]{1,60})[\"“”«»‘’'」』》〉]")
@@ -557,6 +558,12 @@ class SensitiveFieldDetector:
             for category in sorted(scan.asked):
                 if not _receives(category, field.kind) or category in other_sense:
                     continue
+                if not suffix and category in title_scan.about and not title_scan.asked and (
+                        field.kind is not _FREE or title_scan.governed):
+                    # The title only mentions what the identifier names: a number counting it ("Ile kodów
+                    # zapasowych Ci zostało?"), a text naming or describing it. ("Choose the password you
+                    # want to use" over `wachtwoord` still asks: choosing a secret is setting one.)
+                    continue
                 if category == "password" and any(
                         t and _MOTTO.search(normalize_text(t)) for t in (field.name, title, description)):
                     continue
@@ -642,6 +649,8 @@ class SensitiveFieldDetector:
                 continue
             if category == "pin" and _postal(message, *(f.name + " " + f.title + " " + f.description for f in fields)):
                 continue
+            if self._yes_no_question(message, category, fields):
+                continue
             add(category, "message")
 
     def _claimed(self, message: str, field: _Field, category: str) -> bool:
@@ -664,6 +673,21 @@ class SensitiveFieldDetector:
                 rest = message[:match.start()] + " " + message[match.end():]
                 return category in self._scan(rest, True).asked
         return False
+
+    def _yes_no_question(self, message: str, category: str, fields: list[_Field]) -> bool:
+        """Whether the message only asks *whether* something came ("Did you get the code?", "¿No te llegó el
+        código?") and the form has a yes/no or choice field to answer it: the secret is named only in
+        questions, and no other sentence tells the user to type, enter or paste anything."""
+        if not any(f.kind is _OTHER and (f.schema.get("type") == "boolean" or "enum" in f.schema
+                                         or "oneOf" in f.schema) for f in fields):
+            return False
+        sentences = [m.group(0) for m in _MESSAGE_SENTENCE.finditer(message) if m.group(0).strip()]
+        questions = [s for s in sentences if s.rstrip().endswith(_QUESTION_ENDS)]
+        if not questions:
+            return False
+        rest = " ".join(s for s in sentences if s not in questions)
+        return not rest.strip() or (category not in self._scan(rest, True).asked
+                                    and "type_in" not in self._lexicon.concepts_in(rest))
 
     @staticmethod
     def _quoted(message: str, able: list[_Field]) -> bool:

@@ -1100,6 +1100,11 @@ ASKS_AFTER_BLIND10 = [
     form("Enter your PIN and never share it with anyone.", f={"type": "string", "title": "Value"}),
     form("لتأكيد التوصيل أدخل الرقم السري للبطاقة", f={"type": "string", "title": "الرقم السري للبطاقة", "maxLength": 4}),
     form("नकद निकासी", f={"type": "string", "title": "एटीएम पिन"}),
+    # Description words in more languages (helper-drafted concepts): "the code we sent to your phone".
+    form("Tape kòd nou te voye sou telefòn ou a.", c={"type": "string", "title": "Kòd"}),
+    # A question about the code and a yes/no field, then a sentence telling the user to type it: an ask.
+    form("Vous avez reçu le code par SMS ? Saisissez-le ici.", ok={"type": "boolean", "title": "Se souvenir de moi"},
+         c={"type": "string", "title": "Valeur"}),
 ]
 HARMLESS_AFTER_BLIND10 = [
     # Another sentence of the message asks for what the field's label names; the secret is only mentioned.
@@ -1120,6 +1125,14 @@ HARMLESS_AFTER_BLIND10 = [
     # "PIN" beside a place word: a pin on a map, a postal PIN code.
     form("Pin the meeting point on the map for the driver.", f={"type": "string", "title": "Meeting point"}),
     form("మీ చిరునామా పిన్ కోడ్ రాయండి.", f={"type": "string", "title": "పిన్ కోడ్"}),
+    # A title that counts what its identifier names; words that only start like a concept word.
+    form("Ustawienia konta", n={"type": "integer", "title": "Ile kodów zapasowych jeszcze masz?", "minimum": 0},
+         backup_codes_left={"type": "integer", "title": "Ile kodów zapasowych Ci zostało?", "minimum": 0}),
+    form("Maneno muhimu ya makala hii", m={"type": "string", "title": "Maneno muhimu"}),
+    # Only a question whether the code came, with a choice to answer it.
+    form("Vous avez bien reçu le code envoyé par SMS ?", r={"type": "string", "title": "Réponse",
+                                                          "enum": ["oui", "non", "en retard"]},
+         d={"type": "string", "title": "Votre opérateur"}),
     # Runs that only look encoded stay as written.
     form("Order ABCD1234 shipped.", n={"type": "string", "title": "Tracking note"}),
 ]
