@@ -456,8 +456,9 @@ class SensitiveFieldDetector:
             if len(label) > 12 or (label.isascii() and label[:1].lower() not in _SIGN_IN_INITIALS) \
                     or normalize_text(label).strip(" :*") not in _SIGN_IN_ONLY:
                 continue
-            # Who you are: a username, phone or e-mail field (an e-mail field is `format: email`, a choice kind).
-            if _SIGN_IN.search(normalize_text(message)) or any(
+            # Who you are: a username, phone or e-mail field (an e-mail field is `format: email`, a choice kind);
+            # or a message that asks for the password itself ("vavedete parolata si").
+            if _SIGN_IN.search(normalize_text(message)) or "password" in self._scan(message, True).asked or any(
                     self._identity(other) for other in fields if other is not field
                     and (other.kind is _FREE or other.schema.get("format") in ("email", "idn-email"))):
                 add("password", field.path + (".title" if field.title else ""))
@@ -752,6 +753,12 @@ class SensitiveFieldDetector:
         if not left or not right or (len(left) != 1 and len(right) != 1 and not open_end):
             return None
         found = self._joined_category(left[-1], right[0])
+        if found is None and UNSPACED.search(left[-1][-1:] + right[0][:1]):
+            # Scripts without spaces run a whole clause as one "word": the noun is the last few characters
+            # of one text and the first few of the next ("...您收到的验" + "证码").
+            found = next((category for tail in (1, 2, 3) for head in (1, 2, 3, 4)
+                          if (category := self._joined_category(left[-1][-tail:], right[0][:head])) is not None),
+                         None)
         if found is None and open_end and len(left) >= 2:
             # A noun of several words cut after its second-last ("Social Security" + "number").
             found = self._joined_category(left[-2] + left[-1], right[0])

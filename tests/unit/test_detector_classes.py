@@ -1102,6 +1102,12 @@ ASKS_AFTER_BLIND10 = [
     form("नकद निकासी", f={"type": "string", "title": "एटीएम पिन"}),
     # Description words in more languages (helper-drafted concepts): "the code we sent to your phone".
     form("Tape kòd nou te voye sou telefòn ou a.", c={"type": "string", "title": "Kòd"}),
+    # "Parola" on a form whose message asks for the password; "the secret code" in Darija; a noun cut across
+    # a message and a title in a script without spaces; Catalan digits on the back of the card.
+    form("Vodafone: introduceți parola contului pentru a continua.", p={"type": "string", "title": "Parola"}),
+    form("عطينا الكود السري ديال البطاقة باش نفعّلوها", c={"type": "string", "title": "الجواب"}),
+    form("请输入您手机上收到的验", c={"type": "string", "title": "证码"}),
+    form("Escriu les tres xifres del darrere de la targeta.", c={"type": "string", "title": "Xifres", "maxLength": 3}),
     # A question about the code and a yes/no field, then a sentence telling the user to type it: an ask.
     form("Vous avez reçu le code par SMS ? Saisissez-le ici.", ok={"type": "boolean", "title": "Se souvenir de moi"},
          c={"type": "string", "title": "Valeur"}),
