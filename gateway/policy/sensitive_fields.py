@@ -243,6 +243,13 @@ def _disguised(label: str) -> bool:
     return mixed or spaced or foreign or INVISIBLE.search(word) is not None
 
 
+def _names_title(name: str, title: str) -> bool:
+    """Whether an identifier is the title's first word or the initials of its words (`kp`, "Kode pos")."""
+    key, words = words_of(name), words_of(title)
+    return bool(key) and (key[-1:] == words[:1] or (len(key) == 1 and len(words) >= 2
+                                                    and key[0] == "".join(w[0] for w in words)))
+
+
 def _postal(*texts: str) -> bool:
     """Whether the PIN the texts name is a postal PIN code or a pin on a map: the word "PIN" itself (a bank's
     "secret number" is never postal) beside a place word (address, delivery, map, area...)."""
@@ -544,10 +551,13 @@ class SensitiveFieldDetector:
         if not title and name_scan.governed and not name_scan.asked and not self._generic(field):
             return True
         if name_scan.asked and title and not (title_scan.asked or title_scan.about) and not self._generic(field) \
-                and (not self._lexicon.head_is_secret(field.name) or words_of(field.name)[-1:] == words_of(title)[:1]):
+                and (not self._lexicon.head_is_secret(field.name) or _names_title(field.name, title)
+                     or (len(words_of(field.name)) == 1 and words_of(field.name)[0] in _GENERIC_FIELD_WORDS)):
             # A human title that names no secret, and an identifier whose head noun is something else
             # (`password_issue`, `secret_masala`): the secret word only modifies the head. An identifier that
-            # is the title's first word is read as the title reads it (`pis`, "Pis i porta": a floor).
+            # is the title's first word or its initials is read as the title reads it (`pis`, "Pis i porta": a
+            # floor; `kp`, "Kode pos": a postal code), and so is one generic word (`secret` over "What is the
+            # secret ingredient of your dish?"; two, `key_secret`, make a noun of their own).
             name_scan = NOTHING
             if not (title_scan.asked or desc_scan.asked):
                 return False

@@ -246,8 +246,10 @@ def _unquoted(match: re.Match[str]) -> str:
         return run  # not UTF-8 percent-encoding ("100%AB" in prose): left as written
 
 
-# A base64 run (with a digit, a sign or padding: plain words are no base64) or a 0x hex run.
-_ENCODED_RUN: Final = re.compile(r"(?<![\w+/=])(?:0x[0-9A-Fa-f]{6,}|(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})"
+# A base64 run (with a digit, a sign, padding or case flipping inside it: plain words are no base64) or a 0x
+# hex run.
+_ENCODED_RUN: Final = re.compile(r"(?<![\w+/=])(?:0x[0-9A-Fa-f]{6,}"
+                                 r"|(?=[A-Za-z0-9+/]*[0-9+/=]|(?:[A-Za-z0-9+/]*[a-z][A-Z]){2})[A-Za-z0-9+/]{8,}={0,2})"
                                  r"(?![\w+/=])")
 
 
@@ -284,7 +286,8 @@ def has_encoded_run(text: str) -> bool:
         return False
     # Word by word: splitting and the length and letter tests run in C, the pattern only on the rare word
     # of eight characters or more that is not all letters (every form pays this, so it stays cheap).
-    return any(_unencoded(m) != m.group(0) for word in text.split() if len(word) >= 8 and not word.isalpha()
+    return any(_unencoded(m) != m.group(0) for word in text.split()
+               if len(word) >= 8 and (not word.isalpha() or not (word.islower() or word.isupper() or word.istitle()))
                for m in _ENCODED_RUN.finditer(word))
 
 
@@ -303,10 +306,12 @@ def decode_escapes(text: str) -> str:
     return _ENCODED_RUN.sub(_unencoded, text)
 
 
-# A word with a Latin letter, or one mixing Greek and Cyrillic ("РІΝ": nobody writes both in one word).
+# A word with a Latin letter, one mixing Greek and Cyrillic ("РІΝ": nobody writes both in one word), or one of
+# Greek or Cyrillic capitals only ("ΡΙΝ"; it is read as Latin only if every letter has a Latin capital twin).
 _MIXED_WORD: Final = re.compile(r"[^\W\d_]*[A-Za-z][^\W\d_]*"
                                 r"|[^\W\d_]*(?:[\u0370-\u03ff][^\W\d_]*[\u0400-\u04ff]|[\u0400-\u04ff][^\W\d_]*[\u0370-\u03ff])"
-                                r"[^\W\d_]*")
+                                r"[^\W\d_]*"
+                                r"|(?<![^\W\d_])[\u0391-\u03a9\u0400-\u042f]{2,}(?![^\W\d_])")
 
 
 def _capital_skeleton(char: str) -> str:
@@ -319,7 +324,15 @@ def _capital_skeleton(char: str) -> str:
 
 def _latin_capitals(match: re.Match[str]) -> str:
     word = match.group(0)
-    return word if word.isascii() else "".join(_capital_skeleton(c) for c in word)
+    if word.isascii():
+        return word
+    latin = "".join(_capital_skeleton(c) for c in word)
+    if _CAPITALS_ONLY.fullmatch(word) and not latin.isascii():
+        return word  # a Greek or Cyrillic word ("ΚΩΔΙΚΟΣ", "ПИН"): some letter has no Latin twin
+    return latin
+
+
+_CAPITALS_ONLY: Final = re.compile("[\u0391-\u03a9\u0400-\u042f]+")
 
 
 def ascii_capitals(text: str) -> str:
@@ -331,6 +344,8 @@ def ascii_capitals(text: str) -> str:
     return _MIXED_WORD.sub(_latin_capitals, text)
 
 
+# The Myanmar digit zero and the letter wa look the same: between or beside letters it is the letter.
+_MYANMAR_ZERO: Final = re.compile("(?<=[\u1000-\u103f])\u1040|\u1040(?=[\u1000-\u103f])")
 _JAMO: Final = re.compile("[\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]")
 # Letters drawn with slashes and bars ("CV\/", "|\|", "|\/|"), read as the letter they draw.
 _DRAWN_LETTERS: Final = re.compile(r"\|\\/\||\\/\\/|\|\\\||\\/")
@@ -344,6 +359,8 @@ def normalize_text(text: str) -> str:
     if text.isascii():
         # NFKC, marks and the skeleton are no-ops on ASCII; control characters become spaces.
         return text.lower()
+    if "\u1040" in text:
+        text = _MYANMAR_ZERO.sub("\u101d", text)
     if _JAMO.search(text):
         text = unicodedata.normalize("NFC", text)  # Hangul written as conjoining jamo: the syllables they make
     return undo_overrides(text).translate(_TABLE)

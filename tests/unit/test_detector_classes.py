@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gateway.policy.sensitive_fields import SensitiveFieldDetector
-from gateway.policy.text_normalization import normalize_text
+from gateway.policy.text_normalization import decode_escapes, normalize_text
 
 DETECTOR = SensitiveFieldDetector()
 
@@ -1142,15 +1142,44 @@ HARMLESS_AFTER_BLIND10 = [
     # Runs that only look encoded stay as written.
     form("Order ABCD1234 shipped.", n={"type": "string", "title": "Tracking note"}),
 ]
+ASKS_AFTER_BLIND11 = [
+    # A word of Greek or Cyrillic capitals that all have Latin twins reads as those capitals.
+    form("Mokėjimas", p={"type": "string", "title": "ΡΙΝ"}),
+    # The Myanmar digit zero inside a word is the letter wa it looks like.
+    form("အကောင့်ဝင်ရန်", p={"type": "string", "title": "စကား၀ှက်"}),
+    # "Contra", "Contr." are the password on a sign-in form (Mexican and Galician slang, abbreviation).
+    form("Portal escolar", u={"type": "string", "title": "Usuario"}, c={"type": "string", "title": "Contra"}),
+    # Tajik "рамз" (password).
+    form("Ворид ба ҳисоб", p={"type": "string", "title": "Рамзи ворид"}),
+]
+HARMLESS_AFTER_BLIND11 = [
+    # A one-word generic identifier is read as its human title reads it.
+    form("Concurso de receitas", d={"type": "string", "title": "Nome do prato"},
+         secret={"type": "string", "title": "Qual é o ingrediente secreto da sua receita?"}),
+    # An identifier made of the title's initials (`kp`, "Kode pos": a postal code).
+    form("Endereço de entrega", kp={"type": "string", "title": "Kode pos"}),
+    # A queue ticket ("senha de atendimento").
+    form("Pesquisa de satisfação", senha={"type": "string", "title": "Número da sua senha de atendimento"}),
+    # Mixed-case words are no base64.
+    form("Teclado", t={"type": "string", "title": "Prefere JavaScript ou TypeScript?"}),
+]
+
+
+def test_base64_without_digits_or_padding_is_decoded() -> None:
+    # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
+    assert decode_escapes("SGFzxYJvIGtvbnRh") == "Hasło konta"
+    assert decode_escapes("WhatsApp JavaScript McDonalds") == "WhatsApp JavaScript McDonalds"
+
 
 # Every round's classes, asks and harmless forms, each example of our own (none a row of a blind set).
 ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AFTER_BLIND5), (6, ASKS_AFTER_BLIND6),
                                              (7, ASKS_AFTER_BLIND7), (8, ASKS_AFTER_BLIND8),
-                                             (9, ASKS_AFTER_BLIND9), (10, ASKS_AFTER_BLIND10)) for p in ps]
+                                             (9, ASKS_AFTER_BLIND9), (10, ASKS_AFTER_BLIND10),
+                                             (11, ASKS_AFTER_BLIND11)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
-                                                 (10, HARMLESS_AFTER_BLIND10)) for p in ps]
+                                                 (10, HARMLESS_AFTER_BLIND10), (11, HARMLESS_AFTER_BLIND11)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
