@@ -82,3 +82,42 @@ async def test_bounded_returns_the_calls_outcome_or_cancels_it() -> None:
     assert await bounded(slow(), CallClock(store, "s1", request_timeout=0.1, elicitation_timeout=1)) == (
         "request_timeout")
     assert cancelled.is_set()
+
+
+async def test_bounded_hands_over_to_the_watch_when_the_call_asks_the_host() -> None:
+    # Until the call asks the host something, a timer bounds it; the first host request pauses the request
+    # clock, so a call that then waits longer than the request timeout is not cut off.
+    store = MemoryStateStore()
+    await session(store, 7)
+    clock = CallClock(store, "s1", request_timeout=0.3, elicitation_timeout=10)
+
+    async def asks_then_waits() -> str:
+        await asyncio.sleep(0.1)
+        clock.asked(7)
+        await asyncio.sleep(0.5)
+        return "ok"
+
+    assert await bounded(asks_then_waits(), clock) == "ok"
+    assert clock.on_pause is None  # the hook is withdrawn once the call is over
+
+
+async def test_bounded_passes_the_callers_own_cancellation_on() -> None:
+    # The handler's own cancellation (its host left) cancels the call and is raised, not read as a timeout.
+    store = MemoryStateStore()
+    clock = CallClock(store, "s1", request_timeout=5, elicitation_timeout=5)
+    cancelled = asyncio.Event()
+
+    async def slow() -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "late"
+
+    outer = asyncio.ensure_future(bounded(slow(), clock))
+    await asyncio.sleep(0.05)
+    outer.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await outer
+    assert cancelled.is_set()
