@@ -26,6 +26,16 @@ async def session(store: MemoryStateStore, *ids: int) -> None:
         assert await store.put_pending("s1", pending_key(i), {"id": i, "m": "elicitation/create"}, 64)
 
 
+async def slow(cancelled: asyncio.Event) -> str:
+    """A call that would take 10 s; `cancelled` tells whether it was cancelled."""
+    try:
+        await asyncio.sleep(10)
+    except asyncio.CancelledError:
+        cancelled.set()
+        raise
+    return "late"
+
+
 async def test_the_request_clock_stops_while_the_host_answers() -> None:
     store = MemoryStateStore()
     await session(store, 7)
@@ -71,15 +81,7 @@ async def test_bounded_returns_the_calls_outcome_or_cancels_it() -> None:
     assert await bounded(asyncio.sleep(0.01, "ok"), fast) == "ok"
     cancelled = asyncio.Event()
 
-    async def slow() -> str:
-        try:
-            await asyncio.sleep(10)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "late"
-
-    assert await bounded(slow(), CallClock(store, "s1", request_timeout=0.1, elicitation_timeout=1)) == (
+    assert await bounded(slow(cancelled), CallClock(store, "s1", request_timeout=0.1, elicitation_timeout=1)) == (
         "request_timeout")
     assert cancelled.is_set()
 
@@ -107,15 +109,7 @@ async def test_bounded_passes_the_callers_own_cancellation_on() -> None:
     clock = CallClock(store, "s1", request_timeout=5, elicitation_timeout=5)
     cancelled = asyncio.Event()
 
-    async def slow() -> str:
-        try:
-            await asyncio.sleep(10)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "late"
-
-    outer = asyncio.ensure_future(bounded(slow(), clock))
+    outer = asyncio.ensure_future(bounded(slow(cancelled), clock))
     await asyncio.sleep(0.05)
     outer.cancel()
     with pytest.raises(asyncio.CancelledError):
