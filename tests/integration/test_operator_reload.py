@@ -7,7 +7,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +62,12 @@ def log_events(gw: Proc, event: str) -> list[dict[str, Any]]:
     return out
 
 
-async def wait_for_event(gw: Proc, event: str, count: int, timeout: float = 10.0) -> dict[str, Any]:
+async def wait_for_event(gw: Proc, event: str, count: int, timeout: float = 10.0,
+                         where: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
+    """The `count`-th `event` line (counting only those `where` accepts, if given)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = log_events(gw, event)
+        found = [e for e in log_events(gw, event) if where is None or where(e)]
         if len(found) >= count:
             return found[count - 1]
         await anyio.sleep(0.05)
@@ -144,9 +146,13 @@ async def test_bad_files_keep_the_old_policy_and_the_log_says_why(gw: Proc, tmp:
         assert failed["key"] == "elicitation.form_urls" and failed["file"].endswith("policy-main.yaml")
         assert failed["kept"] == "previous policies" and failed["level"] == "error"
 
+        # The watcher may also reload the bad value above (a second failure for the same file): the YAML
+        # failure is found by what it says, not by its place in the log.
+        yaml_failed_before = len([e for e in log_events(gw, "config.reload_failed") if "invalid YAML" in e["problem"]])
         write_atomically(tmp / "policy-main.yaml", "elicitation: {form_urls: allow\n")  # not YAML
-        failed = await wait_for_event(gw, "config.reload_failed", failed_before + 2)
-        assert "invalid YAML" in failed["problem"]
+        failed = await wait_for_event(gw, "config.reload_failed", yaml_failed_before + 1,
+                                      where=lambda e: "invalid YAML" in e["problem"])
+        assert failed["key"] is None and failed["kept"] == "previous policies"
 
         await client.call_tool("elicit_raw", {"params_json": json.dumps(LINK_FORM)})
         assert "evil.example" not in host.messages[-1], "the old policy (strip) is still in effect"
