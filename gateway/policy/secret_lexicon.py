@@ -826,6 +826,8 @@ class Lexicon:
                         entry.exact is None or _written(entry.exact, original)):
                     if bounds is None:
                         bounds = [0, *accumulate(map(len, split_words(folded)))]
+                    if entry.unspaced:
+                        return True  # a script without spaces has no word bounds to check ("キーの名前")
                     end = last + 1
                     index = bisect_right(bounds, end - 1)
                     rest = bounds[index] - end if index < len(bounds) else 0

@@ -167,12 +167,19 @@ def _word_pattern(phrases: Sequence[str]) -> re.Pattern[str]:
     spaced scripts must start one (an ending may follow: "डाकघर"), words of unspaced scripts stand anywhere."""
     parts = []
     for phrase in sorted({normalize_text(p).strip() for p in phrases if p.strip()}, key=len, reverse=True):
-        body = r"[\W_]+".join(re.escape(w) for w in re.split(r"[\W_]+", phrase) if w)
+        # Indic vowel signs and viramas are no word characters to `re`: words are split at the other
+        # non-letters only ("ਡਾਕ" is one word, not "ਡ" + "ਕ").
+        body = _GAP.join(re.escape(w) for w in _NON_LETTERS.split(phrase) if w)
         if phrase.isascii():
             parts.append(rf"(?<![^\W_]){body}(?![^\W_])")
         else:
-            parts.append(body if UNSPACED.search(phrase) else rf"(?<![^\W_]){body}")
+            parts.append(body if UNSPACED.search(phrase) else rf"(?<![^\W_])(?<![{_MARKS}]){body}")
     return re.compile("|".join(parts))
+
+
+_MARKS: Final = "\u0900-\u0dff"  # the Indic blocks: letters and the signs inside words
+_NON_LETTERS: Final = re.compile(rf"(?:(?![{_MARKS}])[\W_])+")
+_GAP: Final = rf"(?:(?![{_MARKS}])[\W_])+"
 
 
 # The Indian postal PIN code: six digits, the first one never 0, often with the region's leading
@@ -227,7 +234,7 @@ _CODE_WORDS: Final = frozenset(w for entry in ("code", "codes", "código", "kód
 
 
 # Separators between single letters ("c l a v e", "P.A.S.S"): removed to read the word they spell.
-_LETTER_GAP: Final = r"[\s.\-_·*]+"
+_LETTER_GAP: Final = r"[\s.\-_·*/]+"
 _SPACED_OUT: Final = re.compile(rf"(?<=\b\w){_LETTER_GAP}(?=\w\b)")
 _SPACED_WORD: Final = re.compile(rf"\w(?:{_LETTER_GAP}\w)+")
 
@@ -244,17 +251,31 @@ def _disguised(label: str) -> bool:
 
 
 def _names_title(name: str, title: str) -> bool:
-    """Whether an identifier is the title's first word or the initials of its words (`kp`, "Kode pos")."""
+    """Whether an identifier abbreviates the title: its first word, the initials of its words (`kp`, "Kode
+    pos"), two letters at most, or letters taken in order from it, starting with its first (`pst`,
+    "Poštna številka")."""
     key, words = words_of(name), words_of(title)
-    return bool(key) and (key[-1:] == words[:1] or (len(key) == 1 and len(words) >= 2
-                                                    and key[0] == "".join(w[0] for w in words)))
+    if not key or not words:
+        return False
+    if key[-1:] == words[:1] or (len(key) == 1 and len(words) >= 2 and key[0] == "".join(w[0] for w in words)):
+        return True
+    if len(key) != 1 or not key[0].isalpha() or len(key[0]) > 5 or key[0][0] != words[0][0]:
+        return False
+    letters = iter("".join(words))
+    return len(key[0]) <= 2 or all(c in letters for c in key[0])
+
+
+def _pin_word(text: str) -> bool:
+    """Whether `text` has the word "PIN" itself, as written or with separators gone ("प ि न कोड")."""
+    folded = normalize_text(text)
+    return _PIN_WORD.search(folded) is not None or _PIN_WORD.search(squash(folded)) is not None
 
 
 def _postal(*texts: str) -> bool:
     """Whether the PIN the texts name is a postal PIN code or a pin on a map: the word "PIN" itself (a bank's
     "secret number" is never postal) beside a place word (address, delivery, map, area...)."""
-    folded = [normalize_text(text) for text in texts if text]
-    return any(_PIN_WORD.search(text) for text in folded) and any(_POSTAL.search(text) for text in folded)
+    return any(_pin_word(text) for text in texts if text) and any(
+        _POSTAL.search(normalize_text(text)) for text in texts if text)
 
 
 def _as_stored(text: str) -> str:
@@ -455,7 +476,8 @@ class SensitiveFieldDetector:
         for field in fields:
             if field.kind is not _FREE:
                 continue
-            label = field.title or field.name
+            # A remark in brackets says how, not what: "Parola (kakto pri vlizane)" is the word "Parola".
+            label = _REMARK.sub("", field.title or field.name).strip() or field.title or field.name
             if _disguised(label) and normalize_text(_SPACED_OUT.sub("", label)).strip(" :*") in _SIGN_IN_ONLY:
                 # "PaRoLa", "c l a v e", "Раrola" in Cyrillic: nobody disguises a word for a motto or a key.
                 add("password", field.path + (".title" if field.title else ""))
@@ -584,7 +606,7 @@ class SensitiveFieldDetector:
                         postal = _postal(field.name, title, description, message) or (
                             isinstance(pattern, str) and _POSTAL_PATTERN.fullmatch(pattern) is not None)
                     # Only the word "PIN" itself can be postal: a title saying "secret number" never is.
-                    if postal and _PIN_WORD.search(normalize_text(source)):
+                    if postal and _pin_word(source):
                         continue
                 add(category, path + suffix)
         return False
@@ -647,10 +669,11 @@ class SensitiveFieldDetector:
         if not scan.asked:
             return
         for category in sorted(scan.asked):
-            # A number field answers a message's ask only when its label says nothing of its own: "Annual
-            # income", "Copies", "Limit" are amounts, whatever the message names.
+            # A number or URL field answers a message's ask only when its label says nothing of its own:
+            # "Annual income", "Copies", "Limit" are amounts and "Callback URL" a place, whatever the message
+            # names (a token in a URL is read from the field's own texts and values).
             able = [f for f in receivers if _receives(category, f.kind) and not self._identity(f)
-                    and (f.kind is not _NUMBER or self._generic(f))]
+                    and (f.kind is _FREE or self._generic(f))]
             # The message points at the one field that can take the answer, or at a field whose label
             # says nothing of its own ("Value", "Type it here").
             if able and len(able) == 1 and not self._generic(able[0]) and self._claimed(message, able[0], category):

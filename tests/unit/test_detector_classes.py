@@ -1164,6 +1164,29 @@ HARMLESS_AFTER_BLIND11 = [
     form("Teclado", t={"type": "string", "title": "Prefere JavaScript ou TypeScript?"}),
 ]
 
+ASKS_AFTER_BLIND12 = [
+    # A bank's card reader ("Digipass") gives a transaction code.
+    form("Bevestig de overschrijving met je Digipass.", c={"type": "string", "title": "Antwoord", "pattern": "^\\d{8}$"}),
+    # A sign-in word with a remark in brackets, or with its letters split by slashes.
+    form("Introduceți parola contului.", p={"type": "string", "title": "Parola (ca la autentificare)"}),
+    form("Conectare", u={"type": "string", "title": "Utilizator"}, p={"type": "string", "title": "p/a/r/o/l/a"}),
+    # Egyptian national ID in Arabizi.
+    form("Ekteb ra2am el bata2a bta3ak", r={"type": "string", "title": "El ra2am"}),
+    # A Gurmukhi vowel sign splits no word: "ਤੁਹਾਡਾ ਕਾਰਡ" holds no "ਡਾਕ" (post), so the ATM PIN is no postal code.
+    form("ਤੁਹਾਡਾ ਕਾਰਡ ਬੰਦ ਹੈ, ਚਾਲੂ ਕਰੋ", p={"type": "string", "title": "ATM ਪਿੰਨ"}),
+]
+HARMLESS_AFTER_BLIND12 = [
+    # Letters taken in order from the title (`pst`, "Poštna številka"): the identifier abbreviates the title.
+    form("Dostava", pst={"type": "string", "title": "Poštna številka", "pattern": "^\\d{4}$"}),
+    # A URL field does not answer a message that names a token; keywords; a Pix key is a public identifier.
+    form("Et token lages automatisk etter registreringen.", u={"type": "string", "title": "Callback-adresse",
+                                                                "format": "uri"}),
+    form("Makala mpya", k={"type": "string", "title": "Kalit so‘zlar"}),
+    form("Reembolso", pix={"type": "string", "title": "Sua chave Pix"}),
+    # The word "PIN" spaced out beside an address is still the postal PIN code.
+    form("डिलीवरी पता", pincode={"type": "string", "title": "प ि न कोड"}),
+]
+
 
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
@@ -1175,11 +1198,12 @@ def test_base64_without_digits_or_padding_is_decoded() -> None:
 ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AFTER_BLIND5), (6, ASKS_AFTER_BLIND6),
                                              (7, ASKS_AFTER_BLIND7), (8, ASKS_AFTER_BLIND8),
                                              (9, ASKS_AFTER_BLIND9), (10, ASKS_AFTER_BLIND10),
-                                             (11, ASKS_AFTER_BLIND11)) for p in ps]
+                                             (11, ASKS_AFTER_BLIND11), (12, ASKS_AFTER_BLIND12)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
-                                                 (10, HARMLESS_AFTER_BLIND10), (11, HARMLESS_AFTER_BLIND11)) for p in ps]
+                                                 (10, HARMLESS_AFTER_BLIND10), (11, HARMLESS_AFTER_BLIND11),
+                                                 (12, HARMLESS_AFTER_BLIND12)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
