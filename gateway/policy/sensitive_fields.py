@@ -196,7 +196,6 @@ _MOTTO: Final = _word_pattern(_load_common().get("password_motto_context", ()))
 # Words that are the password only on a sign-in form (Turkish and Romanian "Parola", Spanish "Clave",
 # "Pass"): elsewhere they mean a word, a key, a pass. A sign-in form names signing in or asks who you are.
 _SIGN_IN_ONLY: Final = frozenset(normalize_text(w) for w in _load_common().get("password_in_sign_in", ()))
-_SIGN_IN_INITIALS: Final = frozenset(w[:1] for w in _SIGN_IN_ONLY)
 _SIGN_IN: Final = _word_pattern(_load_common().get("sign_in_context", ()))
 # Fields whose answer is who or where the user is, never a secret: not receivers for a message's ask.
 _IDENTITY: Final = _phrase_matcher(_load_common().get("identity_fields", ()))
@@ -476,14 +475,20 @@ class SensitiveFieldDetector:
         for field in fields:
             if field.kind is not _FREE:
                 continue
-            # A remark in brackets says how, not what: "Parola (kakto pri vlizane)" is the word "Parola".
-            label = _REMARK.sub("", field.title or field.name).strip() or field.title or field.name
-            if _disguised(label) and normalize_text(_SPACED_OUT.sub("", label)).strip(" :*") in _SIGN_IN_ONLY:
+            label = field.title or field.name
+            bracket = "(" in label or "（" in label
+            if len(label) > 24 and not bracket:
+                continue  # every form pays this loop: a long label is no single word, spaced out or not
+            if bracket:
+                # A remark in brackets says how, not what: "Parola (kakto pri vlizane)" is the word "Parola".
+                label = _REMARK.sub("", label).strip() or label
+            if normalize_text(_SPACED_OUT.sub("", label)).strip(" :*") not in _SIGN_IN_ONLY:
+                continue
+            if _disguised(label):
                 # "PaRoLa", "c l a v e", "Раrola" in Cyrillic: nobody disguises a word for a motto or a key.
                 add("password", field.path + (".title" if field.title else ""))
                 continue
-            if len(label) > 12 or (label.isascii() and label[:1].lower() not in _SIGN_IN_INITIALS) \
-                    or normalize_text(label).strip(" :*") not in _SIGN_IN_ONLY:
+            if len(label) > 12 or normalize_text(label).strip(" :*") not in _SIGN_IN_ONLY:
                 continue
             # Who you are: a username, phone or e-mail field (an e-mail field is `format: email`, a choice kind);
             # or a message that asks for the password itself ("vavedete parolata si").
