@@ -106,7 +106,7 @@ class CallClock:
             if self.request_timeout is None:
                 await self._changed.wait()
                 continue
-            left = self.request_timeout - self._used - (self._now() - self._running_since)
+            left = self.request_left()
             if left <= 0:
                 return "request_timeout"
             with contextlib.suppress(TimeoutError):
@@ -162,8 +162,10 @@ async def bounded(call: Awaitable[str], clock: CallClock) -> str | Expiry:
     def on_timer() -> None:
         nonlocal timer
         left = clock.request_left()
-        timer = loop.call_later(left, on_timer) if left > 0 else None
-        if left <= 0:
+        if left > 0:
+            timer = loop.call_later(left, on_timer)
+        else:
+            timer = None
             end("request_timeout")
 
     def on_watch(done: asyncio.Future[Expiry]) -> None:

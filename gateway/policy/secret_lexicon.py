@@ -47,6 +47,7 @@ __all__ = [
     "FAMILY_CATEGORY",
     "INVISIBLE",
     "NUMERIC_CATEGORIES",
+    "UNSPACED",
     "Lexicon",
     "TextScan",
     "load_builtin_lexicon",
@@ -84,8 +85,8 @@ _UNSPACED_CHARS: Final = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u31f0-\u31ff\uff66-\uff9f"
     "\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u0f00-\u0fff"
 )
-_UNSPACED: Final = re.compile(f"[{_UNSPACED_CHARS}]")
-UNSPACED: Final = _UNSPACED  # scripts written without spaces between words (CJK, Thai, Lao, Burmese, Khmer, Tibetan)
+# Scripts written without spaces between words (CJK, Thai, Lao, Burmese, Khmer, Tibetan).
+UNSPACED: Final = re.compile(f"[{_UNSPACED_CHARS}]")
 # A colon before a quoted label does not end the clause: "Never type here: "PIN"" negates the PIN.
 _CLAUSES: Final = re.compile(r"(?<=[^\W_]{4})(?:[.!?;|,]|:(?!\s*[\"„“«「『]))(?:\s+|$)"
                              r"|(?<=[^\W_]{2})(?:[!?;|,]|:(?!\s*[\"„“«「『]))(?:\s+|$)|[。！？；，、\n]")
@@ -240,7 +241,7 @@ class _Builder:
         if len(key) < min_len or not key:
             return
         internal = frozenset(list(accumulate(len(w) for w in words))[:-1]) if len(words) > 1 else _NO_BREAKS
-        unspaced = not key.isascii() and _UNSPACED.search(key) is not None
+        unspaced = not key.isascii() and UNSPACED.search(key) is not None
         if not key.isascii() and _HANGUL_WORD.fullmatch(words[-1]):
             stem = True  # Korean particles attach to the noun ("비밀번호를")
         if kind == GOVERNOR and len(key) <= 4 and key.isascii() and not phrase.strip("*~ ").isascii():
@@ -375,7 +376,7 @@ class Lexicon:
                     b.add(term, TERM, category)
             for i, phrase in enumerate(data.get("ask_by_description", ())):
                 pid = f"{lang}:{i}"
-                if _UNSPACED.search(normalize_text(phrase)) or " " not in phrase.strip():
+                if UNSPACED.search(normalize_text(phrase)) or " " not in phrase.strip():
                     b.add(phrase, PHRASE, DESCRIBED, min_len=3)
                     continue
                 cues = _cue_words(phrase)
@@ -846,7 +847,7 @@ class Lexicon:
         if (backward >= 2 and backward > 2 * forward) or (len(words) == 1 and backward and not forward
                                                            and len(words[0]) >= 4):
             return folded[::-1]
-        if _UNSPACED.search(folded) and not forward:
+        if UNSPACED.search(folded) and not forward:
             # Scripts without spaces have no words to count: reversed if a secret noun reads backwards.
             squashed = squash(folded)
             if self._reads_backwards(squashed) and not any(
@@ -909,7 +910,7 @@ class Lexicon:
         out = []
         for word in _SEPARATORS.split(folded):
             fix = (self._correct(word, label) or self._concept_fix(word)) if word else None
-            if fix is not None and not latin and fix.isascii() and not word.isascii():
+            if fix is not None and _across_scripts(word, fix, latin):
                 fix = None
             if fix is not None:
                 changed = True
@@ -920,7 +921,7 @@ class Lexicon:
             # A label misspelt across its words ("mot de pass"): the whole label against every term.
             squashed = _SEPARATORS.sub("", folded)
             fix = self._correct(squashed, label) if len(squashed) >= _TYPO_MIN else None
-            if fix is not None and (latin or not fix.isascii() or squashed.isascii()):
+            if fix is not None and not _across_scripts(squashed, fix, latin):
                 return self._spaced(fix)
         return " ".join(out) if changed else None
 
@@ -1062,7 +1063,7 @@ class Lexicon:
         soft: set[int] = set()
         if hard is not clause:
             soft = {0, *accumulate(map(len, split_words(clause)))}
-        unspaced = _UNSPACED.search(squashed) is not None
+        unspaced = UNSPACED.search(squashed) is not None
         terms: list[tuple[int, int, str]] = []
         spans: dict[int, list[tuple[int, int, str]]] = {}
         attached: list[tuple[int, int, str, bool]] = []
@@ -1202,11 +1203,11 @@ class Lexicon:
                  starts: list[int], ends: list[int], words: list[str], unspaced: bool) -> bool | int:
         length = len(squashed)
         if entry.unspaced or unspaced:
-            left = start in bounds or start in soft or entry.unspaced or _UNSPACED.match(squashed, start) is not None \
-                or (start > 0 and _UNSPACED.match(squashed, start - 1) is not None) \
+            left = start in bounds or start in soft or entry.unspaced or UNSPACED.match(squashed, start) is not None \
+                or (start > 0 and UNSPACED.match(squashed, start - 1) is not None) \
                 or (start > 0 and squashed[start - 1].isascii() != squashed[start].isascii())
             right = end in bounds or end in soft or entry.unspaced or end == length \
-                or _UNSPACED.match(squashed, end - 1) is not None \
+                or UNSPACED.match(squashed, end - 1) is not None \
                 or (end < length and squashed[end].isascii() != squashed[end - 1].isascii())
         else:
             left = start in bounds or start in soft
@@ -1280,6 +1281,12 @@ INVISIBLE: Final = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2
 _DOTTED_CAPITALS: Final = re.compile(r"(?<=\b[A-Z])\.(?=[A-Z]\b)")
 # Capitals spelt one by one with any separator between them ("T_A_N", "C-V-V", "P I N").
 _SPELT_CAPITALS: Final = re.compile(r"(?<![A-Za-z])[A-Z](?:[._\-\s/*·|]+[A-Z])+(?![A-Za-z])")
+
+
+def _across_scripts(word: str, fix: str, latin: bool) -> bool:
+    """Whether a spelling fix would turn a word of another script into a Latin one in a text with no Latin
+    letter (`latin`): folding spells "Поле" "noлe", one letter from "nome", but nobody misspells across scripts."""
+    return not latin and fix.isascii() and not word.isascii()
 
 
 def _closes(negation_end: int, word_ends: list[int]) -> bool:

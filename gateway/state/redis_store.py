@@ -102,8 +102,8 @@ return 1
 """
 
 # Load a session KEYS[1]: its record, TTL refreshed to ARGV[1] ms, marked seen at ARGV[2] in the index KEYS[2]
-# (member ARGV[3]), and with ARGV[4] ~= '' that pending entry taken. One command: a MULTI pipeline of the same
-# five costs the gateway about twice the CPU per request (redis-py builds and parses every reply).
+# (member ARGV[3]), and with ARGV[4] ~= '' that pending entry taken. One command instead of a MULTI pipeline of
+# five: redis-py builds and parses every command and reply in Python, on every request.
 _LOAD_SESSION = """
 local record = redis.call('HGET', KEYS[1], 'r')
 if not record then return {false, false} end
