@@ -1214,3 +1214,16 @@ def test_classes_fixed_after_each_blind_set_are_blocked(round_: str, params: dic
 @pytest.mark.parametrize(("round_", "params"), ROUND_HARMLESS, ids=[r for r, _ in ROUND_HARMLESS])
 def test_harmless_classes_fixed_after_each_blind_set_pass(round_: str, params: dict[str, Any]) -> None:
     assert not blocked(params), (round_, params, DETECTOR.find(params))
+
+
+def test_place_and_sign_in_words_are_found_as_words() -> None:
+    # The one-pass phrase matcher behind the place, motto and sign-in words: Latin words whole, other spaced
+    # scripts at the start of a word (an ending may follow), unspaced scripts anywhere, any gap between words.
+    from gateway.policy.sensitive_fields import _Words
+
+    words = _Words(["post office", "डाक", "地図", "map"])
+    assert words.search(normalize_text("Nearest post-office, please"))
+    assert words.search(normalize_text("डाकघर का पता")) and words.search(normalize_text("この地図で"))
+    assert not words.search(normalize_text("postoffice")) and not words.search(normalize_text("mapping"))
+    assert not words.search(normalize_text("बड़ा कमरा")) and not words.search(normalize_text("बडाक"))  # vowel signs split no word
+    assert not _Words([]).search("anything")
