@@ -114,6 +114,8 @@ _UNSPACED_GOVERNOR_GAP: Final = 8
 _TYPO_MIN: Final = 6
 _GOVERNOR_TYPO_MIN: Final = 5
 _TYPO2_MIN: Final = 8  # words this long may be two edits away from a secret noun
+_COMPOUND_MIN: Final = 11  # a compound word this long may end in a misspelt secret noun
+_COMPOUND_TAIL_MIN: Final = 7
 _COMPACT_MIN: Final = 6
 _WHOLE_LABEL_MAX: Final = 24  # a label this short may be one secret noun misspelt across its words
 
@@ -821,18 +823,28 @@ class Lexicon:
     def _whole_governor(folded: str, hits: list[tuple[int, Any]], original: str) -> bool:
         """Whether a strong governor stands as whole words in the text (one that names, counts, chooses)."""
         bounds: list[int] | None = None
-        for last, (_, entries, *_) in hits:
+        for last, (_, entries, *_, key) in hits:
             for entry in entries:
                 if entry.kind == GOVERNOR and not entry.weak and entry.label != "choose" and (
                         entry.exact is None or _written(entry.exact, original)):
                     if bounds is None:
                         bounds = [0, *accumulate(map(len, split_words(folded)))]
-                    if entry.unspaced:
-                        return True  # a script without spaces has no word bounds to check ("キーの名前")
                     end = last + 1
+                    if entry.unspaced:
+                        # A script without spaces has no word bounds to check ("キーの名前"), but a governor
+                        # sharing its last letter with a described word is read as that word ("三個數字").
+                        start = end - entry.length
+                        if not any(start < e_last + 1 - e.length < end <= e_last
+                                   for e_last, (_, e_entries, *_) in hits for e in e_entries
+                                   if e.kind in (CONCEPT, TERM)):
+                            return True
+                        continue
                     index = bisect_right(bounds, end - 1)
                     rest = bounds[index] - end if index < len(bounds) else 0
-                    if end - entry.length in bounds and (rest == 0 or (entry.length >= 5 and rest <= 2)):
+                    # A long governor may take a short ending; outside Latin letters, a one-letter one too
+                    # (Kurdish "ناوی": the name of).
+                    if end - entry.length in bounds and (rest == 0 or (entry.length >= 5 and rest <= 2) or (
+                            entry.length >= 3 and rest == 1 and not key.isascii())):
                         return True
         return False
 
@@ -909,7 +921,8 @@ class Lexicon:
         changed = False
         out = []
         for word in _SEPARATORS.split(folded):
-            fix = (self._correct(word, label) or self._concept_fix(word)) if word else None
+            fix = (self._correct(word, label) or self._concept_fix(word)
+                   or (self._compound_tail(word) if label else None)) if word else None
             if fix is not None and _across_scripts(word, fix, latin):
                 fix = None
             if fix is not None:
@@ -971,6 +984,27 @@ class Lexicon:
             cache.clear()
         cache[key] = result
         return result
+
+    def _compound_tail(self, word: str) -> str | None:
+        """A compound whose last part misspells a secret noun ("Signaturpasswrt"): the compound with that
+        part put right. The part must be a long word (seven letters or more) and is fixed by one edit."""
+        if len(word) < _COMPOUND_MIN or word in self._known or not _wordlike(word):
+            return None
+        key = "\x01" + word
+        cache = self._correction_cache
+        if key not in cache:
+            cache[key] = self._fixed_tail(word)
+        return cache[key]
+
+    def _fixed_tail(self, word: str) -> str | None:
+        for cut in range(3, len(word) - _COMPOUND_TAIL_MIN + 1):
+            tail = word[cut:]
+            if tail in self._known:
+                return None  # an ordinary word ends the compound: it is not a misspelt secret noun
+            near = self._one_edit(tail, True, False)
+            if near is not None and len(near) >= _COMPOUND_TAIL_MIN:
+                return word[:cut] + near
+        return None
 
     def _near_word(self, word: str, label: bool, swaps_only: bool = False) -> str | None:
         near = self._one_edit(word, label, swaps_only)
@@ -1147,6 +1181,10 @@ class Lexicon:
             governors = [g for g in governors if not any(ts <= g[0] and g[1] <= te and (ts, te) != (g[0], g[1])
                                                          and (ts, te) not in concept_spans for ts, te, _ in terms)
                          and not any(cs <= g[0] and g[1] <= ce for cs, ce in concept_words)]
+            if unspaced and concept_hits:
+                # Unspaced text splits either way: a governor sharing its last letter with a description's
+                # word is read as that word ("三個數字": three digits, not "個數", a count).
+                governors = [g for g in governors if not any(g[0] < cs < g[1] < ce for cs, ce, _ in concept_hits)]
         benign = spans.get(BENIGN, ())
         negations = spans.get(NEGATION, ()) if prose else ()
         before_gap = _UNSPACED_GOVERNOR_GAP if unspaced else _GOVERNOR_GAP

@@ -65,6 +65,10 @@ class SensitiveFinding:
 
 
 _FREE, _NUMBER, _URI, _OTHER = "string", "number", "uri", "other"
+# A number capped below 100,000 ("Valid for (days)", max 365) holds no ID or card number, whatever its
+# identifier abbreviates (`dni`: days, not Spain's DNI); a PIN, a code or a CVV still fits.
+_SMALL_NUMBER = "small number"
+_LONG_NUMBER_CATEGORIES: Final = frozenset({"national_id", "payment_card"})
 _TYPED: Final = (_FREE, _URI)  # fields the user types into: their markers and values count
 _URI_FORMATS: Final = frozenset({"uri", "iri", "uri-reference"})
 # What a URI can carry besides a place: a password or token in its userinfo or query.
@@ -127,7 +131,9 @@ def _field_kind(schema: Mapping[str, Any]) -> str:
         return _OTHER  # picking one of fixed options never transmits a user's secret
     declared = schema.get("type")
     if declared in ("number", "integer"):
-        return _NUMBER
+        top = schema.get("maximum")
+        small = isinstance(top, int | float) and not isinstance(top, bool) and top < 100_000
+        return _SMALL_NUMBER if small else _NUMBER
     if declared == "string" or declared is None:
         # An untyped field is read as text: fail closed.
         fmt = schema.get("format")
@@ -144,6 +150,7 @@ def _field_kind(schema: Mapping[str, Any]) -> str:
 
 def _receives(category: str, kind: str) -> bool:
     return kind == _FREE or (kind == _NUMBER and category in NUMERIC_CATEGORIES) or (
+        kind == _SMALL_NUMBER and category in NUMERIC_CATEGORIES and category not in _LONG_NUMBER_CATEGORIES) or (
         kind == _URI and category in _URI_CATEGORIES)
 
 
@@ -212,6 +219,7 @@ _NON_LETTERS: Final = re.compile(rf"(?:(?![{_MARKS}])[\W_])+")
 _POSTAL_PATTERN: Final = re.compile(
     r"\^?(?:(?:\[1-9\]|\\d)(?:\[0-9\]|\\d)\{5\}"
     r"|[1-9](?:\[0-9\]|\\d)\{5\}|[1-9]\d(?:\[0-9\]|\\d)\{4\}|[1-9]\d\d(?:\[0-9\]|\\d)\{3\})\$?")
+_FOUR_DIGITS: Final = re.compile(r"\^?(?:\\d|\[0-9\])\{4\}\$?")
 _POSTAL: Final = _Words(_load_common().get("pin_postal_context", ()))
 # "PIN" as written in the scripts of the countries with postal PIN codes and map pins (a loanword everywhere).
 _PIN_WORD: Final = _Words(("pin", "pincode", "पिन", "পিন", "પિન", "ਪਿੰਨ", "ਪਿਨ", "பின்", "పిన్", "ಪಿನ್", "പിൻ",
@@ -239,6 +247,9 @@ _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
     # "Information" says as little as "Value".
     "information", "info", "informação", "informacao", "información", "informacion", "informations",
     "informazioni", "informatie", "informacja", "informace", "информация", "信息", "情報", "정보",
+    # So do the words for the digits themselves ("अंक" over "the 16 digits printed on the card").
+    "ziffern", "dígitos", "digitos", "chiffres", "cifre", "cijfers", "cyfry", "číslice", "цифры", "अंक",
+    "अंकों", "数字", "숫자", "ارقام", "أرقام", "ספרות", "rakamlar", "angka", "chữ số", "ตัวเลข",
 ) for w in words_of(entry))
 
 
@@ -276,17 +287,31 @@ def _disguised(label: str) -> bool:
 
 def _names_title(name: str, title: str) -> bool:
     """Whether an identifier abbreviates the title: its first word, the initials of its words (`kp`, "Kode
-    pos"), two letters at most, or letters taken in order from it, starting with its first (`pst`,
-    "Poštna številka")."""
+    pos"), the start of one of its words, two letters at most, or letters taken in order from it, starting
+    with its first (`pst`, "Poštna številka")."""
     key, words = words_of(name), words_of(title)
     if not key or not words:
         return False
     if key[-1:] == words[:1] or (len(key) == 1 and len(words) >= 2 and key[0] == "".join(w[0] for w in words)):
         return True
+    if len(key) == 1 and len(key[0]) >= 2 and key[0].isalpha() and any(
+            len(w) >= 2 * len(key[0]) and w.startswith(key[0]) for w in words):
+        return True  # the start of a longer title word (`op`, "Número de operación")
     if len(key) != 1 or not key[0].isalpha() or len(key[0]) > 5 or key[0][0] != words[0][0]:
         return False
     letters = iter("".join(words))
     return len(key[0]) <= 2 or all(c in letters for c in key[0])
+
+
+# A pattern of one to four digits: a box that takes part of a number ("^[0-9]{2}$", "^\d$").
+_FEW_DIGITS: Final = re.compile(r"\^?(?:\\d|\[0-9\])(?:\{[1-4]\})?\$?")
+
+
+def _digit_parts(fields: list[_Field], category: str) -> bool:
+    """Whether the fields are boxes for parts of one number (a code typed digit by digit, two digits from
+    each of two rows of a bank's grid card): then a number the message asks for goes into all of them."""
+    return category in NUMERIC_CATEGORIES and all(
+        isinstance(p := f.schema.get("pattern"), str) and _FEW_DIGITS.fullmatch(p) is not None for f in fields)
 
 
 def _pin_word(text: str) -> bool:
@@ -570,7 +595,7 @@ class SensitiveFieldDetector:
     def _field_asks(self, field: _Field, message: str, add: Callable[[str, str], None]) -> bool:
         """Adds the field's own asks; returns whether the field is *about* a secret (governed)."""
         path = field.path
-        if field.kind is _NUMBER and _setting(field.schema):
+        if field.kind in (_NUMBER, _SMALL_NUMBER) and _setting(field.schema):
             # A number the form fills in for the user ("OTP validity (seconds)", default 120; "PIN length",
             # default 4) is a setting: a PIN or a code is never pre-filled.
             return True
@@ -633,8 +658,11 @@ class SensitiveFieldDetector:
                 if category == "pin":
                     if postal is None:
                         pattern = field.schema.get("pattern")
-                        postal = _postal(field.name, title, description, message) or (
-                            isinstance(pattern, str) and _POSTAL_PATTERN.fullmatch(pattern) is not None)
+                        pattern = pattern if isinstance(pattern, str) else ""
+                        # Four digits are a bank PIN whatever the place words say: no postal PIN code has four.
+                        postal = not _FOUR_DIGITS.fullmatch(pattern) and (
+                            _postal(field.name, title, description, message)
+                            or _POSTAL_PATTERN.fullmatch(pattern) is not None)
                     # Only the word "PIN" itself can be postal: a title saying "secret number" never is.
                     if postal and _pin_word(source):
                         continue
@@ -709,7 +737,7 @@ class SensitiveFieldDetector:
             if able and len(able) == 1 and not self._generic(able[0]) and self._claimed(message, able[0], category):
                 continue
             if not able or (len(able) > 1 and not any(self._generic(f) for f in able)
-                            and not self._quoted(message, able)):
+                            and not self._quoted(message, able) and not _digit_parts(able, category)):
                 continue
             if category == "pin" and _postal(message, *(f.name + " " + f.title + " " + f.description for f in fields)):
                 continue
@@ -791,7 +819,9 @@ class SensitiveFieldDetector:
         """A secret noun cut in two across neighbouring texts: message "Enter your pass" + title "word"."""
         previous = message
         # A message that stops mid-sentence ("..., please enter your pass") may be cut before any field's label.
-        cut = bool(message) and not message.rstrip().endswith(_SENTENCE_ENDS)
+        # An ellipsis ends no sentence: it says the text goes on in the next one ("وشەی..." + "...نهێنی").
+        cut = bool(message) and (not message.rstrip().endswith(_SENTENCE_ENDS)
+                                 or message.rstrip().endswith(("...", "…")))
         for field in fields:
             title = field.title
             current = title or field.name

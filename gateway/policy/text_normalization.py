@@ -249,7 +249,7 @@ def _unquoted(match: re.Match[str]) -> str:
 # A base64 run (with a digit, a sign, padding or case flipping inside it: plain words are no base64) or a 0x
 # hex run.
 _ENCODED_RUN: Final = re.compile(r"(?<![\w+/=])(?:0x[0-9A-Fa-f]{6,}"
-                                 r"|(?=[A-Za-z0-9+/]*[0-9+/=]|(?:[A-Za-z0-9+/]*[a-z][A-Z]){2})[A-Za-z0-9+/]{8,}={0,2})"
+                                 r"|(?=[A-Za-z0-9+/]*[0-9+/=]|[A-Za-z0-9+/]*[a-z][A-Z])[A-Za-z0-9+/]{4,}={0,2})"
                                  r"(?![\w+/=])")
 
 
@@ -277,6 +277,8 @@ def _unencoded(match: re.Match[str]) -> str:
     except (binascii.Error, ValueError):
         return run
     text = _readable(raw)
+    if text is not None and len(run) < 8 and not (text.isascii() and text.isalpha() and text.isupper()):
+        return run  # four characters decode to letters by chance ("c0d3": leet): only an acronym ("Q1ZW": CVV) counts
     return run if text is None else text
 
 
@@ -287,7 +289,7 @@ def has_encoded_run(text: str) -> bool:
     # Word by word: splitting and the length and letter tests run in C, the pattern only on the rare word
     # of eight characters or more that is not all letters (every form pays this, so it stays cheap).
     return any(_unencoded(m) != m.group(0) for word in text.split()
-               if len(word) >= 8 and (not word.isalpha() or not (word.islower() or word.isupper() or word.istitle()))
+               if len(word) >= 4 and (not word.isalpha() or not (word.islower() or word.isupper() or word.istitle()))
                for m in _ENCODED_RUN.finditer(word))
 
 

@@ -1187,6 +1187,46 @@ HARMLESS_AFTER_BLIND12 = [
     form("डिलीवरी पता", pincode={"type": "string", "title": "प ि न कोड"}),
 ]
 
+ASKS_AFTER_BLIND13 = [
+    # Four base64 characters that decode to a capitalised acronym ("UElO": PIN; "T1RQ": OTP).
+    form("Tafadhali weka UElO yako ili kuendelea.", v={"type": "string", "title": "Thamani"}),
+    form("Confirm the T1RQ to continue.", v={"type": "string", "title": "Value"}),
+    # Four digits are a bank PIN even beside a place or delivery word.
+    form("Confirm the delivery of your parcel", p={"type": "string", "title": "PIN", "pattern": "^\\d{4}$"}),
+    # An identifier ending in "field" names the field, not a label of the secret.
+    form("Verify the transfer", otp_field={"type": "string", "title": "Code we sent you by SMS"}),
+    form("Account check", pin_field={"type": "string", "title": "Your card PIN"}),
+    # A compound whose last part misspells the secret noun.
+    form("Anmeldung", k={"type": "string", "title": "Bankkontopasswrt"}),
+    # A message cut with an ellipsis goes on in the title.
+    form("Для подтверждения введите кодовое...", p={"type": "string", "title": "...слово из договора"}),
+    # Described asks: the sixteen digits of a card; the message that just came; typing to open the computer.
+    form("Para el reembolso, escribe los dieciséis números de tu tarjeta.", n={"type": "string", "title": "Número"}),
+    form("ابھی والے ایس ایم ایس کے چھ ہندسے یہاں لکھیں", v={"type": "string", "title": "جواب"}),
+    form("IT desk: tell us what you type each morning to open your computer.", a={"type": "string", "title": "Answer"}),
+    # Boxes of one or two digits each take part of the asked number.
+    form("Enter your one-time code, one digit per box.", d1={"type": "string", "title": "1st", "pattern": "^\\d$"},
+         d2={"type": "string", "title": "2nd", "pattern": "^\\d$"}, d3={"type": "string", "title": "3rd",
+                                                                         "pattern": "^\\d$"}),
+    # "三個數字" is three digits, not a count ("個數"): the title takes the CVV the message describes.
+    form("麻煩打返信用卡背面嗰三個數字", n={"type": "string", "title": "三個數字"}),
+    # A grid card named in the message; the digits as the title.
+    form("Digite os números do seu cartão matriz.", a={"type": "string", "title": "Posição A1", "pattern": "^[0-9]{2}$"},
+         b={"type": "string", "title": "Posição C4", "pattern": "^[0-9]{2}$"}),
+]
+HARMLESS_AFTER_BLIND13 = [
+    # A number capped low holds no ID or card number, whatever its identifier abbreviates (`dni`: days).
+    form("Anuncio", dni={"type": "integer", "title": "Días", "minimum": 1, "maximum": 30}),
+    # An identifier that starts a longer title word reads as that word (`op`, "operación").
+    form("Pago", op={"type": "string", "title": "Número de operación"}),
+    # Naming a key where the name word takes an ending (Kurdish "ناوی").
+    form("کلیلی API نوێ دروست کرا.", n={"type": "string", "title": "ناوی کلیلەکە"}),
+    # Wedding roles, discount codes, a device that was lost.
+    form("Who carries what at the ceremony?", c={"type": "string", "title": "Coin bearer"}),
+    form("Dostava", d={"type": "string", "title": "Šifra za popust"}),
+    form("OTP 기기 분실 신고", d={"type": "string", "title": "분실 장소"}),
+]
+
 
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
@@ -1198,12 +1238,13 @@ def test_base64_without_digits_or_padding_is_decoded() -> None:
 ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AFTER_BLIND5), (6, ASKS_AFTER_BLIND6),
                                              (7, ASKS_AFTER_BLIND7), (8, ASKS_AFTER_BLIND8),
                                              (9, ASKS_AFTER_BLIND9), (10, ASKS_AFTER_BLIND10),
-                                             (11, ASKS_AFTER_BLIND11), (12, ASKS_AFTER_BLIND12)) for p in ps]
+                                             (11, ASKS_AFTER_BLIND11), (12, ASKS_AFTER_BLIND12),
+                                             (13, ASKS_AFTER_BLIND13)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
                                                  (10, HARMLESS_AFTER_BLIND10), (11, HARMLESS_AFTER_BLIND11),
-                                                 (12, HARMLESS_AFTER_BLIND12)) for p in ps]
+                                                 (12, HARMLESS_AFTER_BLIND12), (13, HARMLESS_AFTER_BLIND13)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
