@@ -89,7 +89,7 @@ _UNSPACED_CHARS: Final = (
 UNSPACED: Final = re.compile(f"[{_UNSPACED_CHARS}]")
 # A colon before a quoted label does not end the clause: "Never type here: "PIN"" negates the PIN.
 _CLAUSES: Final = re.compile(r"(?<=[^\W_]{4})(?:[.!?;|,]|:(?!\s*[\"„“«「『]))(?:\s+|$)"
-                             r"|(?<=[^\W_]{2})(?:[!?;|,]|:(?!\s*[\"„“«「『]))(?:\s+|$)|[。！？；，、\n]")
+                             r"|(?<=[^\W_]{2})(?:[!?;|,]|:(?!\s*[\"„“«「『]))(?:\s+|$)|[。！？；，、\n։።፣۔।॥؟؛،။၊។།]")
 _PARENS: Final = re.compile(r"[(（\[]([^()（）\[\]]*)[)）\]]")
 _LEET_WORD: Final = re.compile(r"(?=[\w@$!|]*[a-z])(?=[\w@$!|]*[0134578@$!|])(?<![\w@$!|])[\w@$!|]+")
 _LEET_FAST: Final = re.compile(r"[a-z][0134578@$!|]|[0134578@$!|][a-z]")
@@ -114,6 +114,19 @@ _UNSPACED_GOVERNOR_GAP: Final = 8
 _TYPO_MIN: Final = 6
 _GOVERNOR_TYPO_MIN: Final = 5
 _TYPO2_MIN: Final = 8  # words this long may be two edits away from a secret noun
+# A pronoun handed over right after a verb of giving or typing ("paste it", "pégalo", "collez-le"): the
+# secret the clause speaks of is the one asked for, even if the clause also made it ("generate").
+_HANDED_OVER: Final = re.compile(
+    r"\b(?:(?:paste|enter|drop|put|type|send|share|give|insert|add|provide|submit|copy)\s+(?:it|them)"
+    r"|(?:peg|introduc|ingres|envi|escrib|copi|pon)(?:a|e)?l[oa]s?"
+    r"|(?:collez|colle|saisissez|entrez|envoyez|copiez|inscrivez)[- ]l[ae]"
+    r"|(?:cole|insira|envie|digite|copie|informe)[- ][oa]"
+    r"|(?:incolla|inserisci|invia|scrivi|copia)l[oa]"
+    r"|(?:fuge|fugen sie|gib|geben sie|trage|tragen sie|kopiere|kopieren sie)\s+(?:ihn|es|sie)"
+    r"|(?:plak|geef|voer|vul)\s+(?:hem|het|deze)"
+    r")\b")
+_KEY_KIND_INSIDE: Final = re.compile(
+    r"(?<=[^\W\d_])\s+(?:gpg|pgp|openpgp|ssh|rsa|dsa|ecdsa|ed25519|ssl|tls)\s+(?=[^\W\d_])")
 _COMPOUND_MIN: Final = 11  # a compound word this long may end in a misspelt secret noun
 _COMPOUND_TAIL_MIN: Final = 7
 _COMPACT_MIN: Final = 6
@@ -268,7 +281,7 @@ class _Builder:
             for word in words:
                 if len(word) >= 4 and _wordlike(word):
                     self.term_words.add(word)
-        if kind == TERM and len(key) >= 5 and key.isascii() and key.isalpha():
+        if kind == TERM and len(key) >= 5 and key.isascii() and key.isalpha() and not internal:
             reversed_entry = _Entry(REVERSED, label, len(key), frozenset(), False, False, False)
             known = self.entries.setdefault(key[::-1], [])
             if reversed_entry not in known:
@@ -605,7 +618,7 @@ class Lexicon:
             if capitals != text and self.may_name_secret(capitals):
                 return True
         folded = normalize_text(text)
-        if _may_be_leet(folded):
+        if _may_be_leet(folded) or _KEY_KIND_INSIDE.search(folded):
             return True
         squashed = squash(folded)
         soft_from, backwards_from = self._fast_soft_from, self._fast_backwards_from
@@ -705,6 +718,9 @@ class Lexicon:
             capital_reading = normalize_text(camel_marked(capitals))
             if capital_reading != folded and self.may_name_secret(capitals):
                 readings.append(capital_reading)
+        if _KEY_KIND_INSIDE.search(folded):
+            # A key's kind between the words of a noun ("soukromý GPG klíč", "private PGP key").
+            readings.append(_KEY_KIND_INSIDE.sub(" ", folded))
         if _may_be_leet(folded):
             leet = _LEET_WORD.sub(lambda m: m.group(0).translate(_LEET), folded)
             if leet != folded:
@@ -1116,6 +1132,9 @@ class Lexicon:
                 if aligned is _ATTACHED:
                     attached.append((start, end, entry.label, entry.weak))
                     continue
+                if entry.kind in (GOVERNOR, BENIGN) and not entry.internal and not unspaced \
+                        and self._swallows_term(squashed, start, end, ends):
+                    continue
                 if entry.kind == GOVERNOR:
                     if entry.exact is None or _written(entry.exact, original):
                         governor_hits.append((start, end, entry.label, entry.weak))
@@ -1181,6 +1200,10 @@ class Lexicon:
             governors = [g for g in governors if not any(ts <= g[0] and g[1] <= te and (ts, te) != (g[0], g[1])
                                                          and (ts, te) not in concept_spans for ts, te, _ in terms)
                          and not any(cs <= g[0] and g[1] <= ce for cs, ce in concept_words)]
+            if _HANDED_OVER.search(clause):
+                # "Generate a token and paste it below": what the clause makes, it hands over.
+                governors = [g for g in governors if not ("gener" in squashed[g[0]:g[1]]
+                                                          or "crea" in squashed[g[0]:g[1]])]
             if unspaced and concept_hits:
                 # Unspaced text splits either way: a governor sharing its last letter with a description's
                 # word is read as that word ("三個數字": three digits, not "個數", a count).
@@ -1235,6 +1258,15 @@ class Lexicon:
                 continue
             asked.add(category)
         return any(not weak and label != "choose" for _, _, label, weak in governors)
+
+    def _swallows_term(self, squashed: str, start: int, end: int, ends: list[int]) -> bool:
+        """Whether a one-word phrase found across words starts with a whole secret noun ("pinto", a door, in
+        "PIN to"): then it is that noun and the next word. (A word cut by a separator, "Geheimz-utat", is not.)"""
+        index = bisect_right(ends, start)
+        if index >= len(ends) or ends[index] >= end:
+            return False
+        payload = self._payload_of.get(squashed[start:ends[index]])
+        return payload is not None and any(e.kind == TERM and not e.internal for e in payload[1])
 
     @staticmethod
     def _aligned(entry: _Entry, start: int, end: int, squashed: str, bounds: set[int], soft: set[int],

@@ -249,7 +249,7 @@ _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
     "informazioni", "informatie", "informacja", "informace", "информация", "信息", "情報", "정보",
     # So do the words for the digits themselves ("अंक" over "the 16 digits printed on the card").
     "ziffern", "dígitos", "digitos", "chiffres", "cifre", "cijfers", "cyfry", "číslice", "цифры", "अंक",
-    "अंकों", "数字", "숫자", "ارقام", "أرقام", "ספרות", "rakamlar", "angka", "chữ số", "ตัวเลข",
+    "अंकों", "数字", "숫자", "ارقام", "أرقام", "ספרות", "rakamlar", "rəqəmlər", "angka", "chữ số", "ตัวเลข",
 ) for w in words_of(entry))
 
 
@@ -304,14 +304,18 @@ def _names_title(name: str, title: str) -> bool:
 
 
 # A pattern of one to four digits: a box that takes part of a number ("^[0-9]{2}$", "^\d$").
+# A cell of a grid card named in a title: a column letter and a row number ("Posição A3", "E4").
+_GRID_CELL: Final = re.compile(r"(?<![\w])[A-J][1-9][0-9]?(?![\w])")
 _FEW_DIGITS: Final = re.compile(r"\^?(?:\\d|\[0-9\])(?:\{[1-4]\})?\$?")
 
 
 def _digit_parts(fields: list[_Field], category: str) -> bool:
     """Whether the fields are boxes for parts of one number (a code typed digit by digit, two digits from
-    each of two rows of a bank's grid card): then a number the message asks for goes into all of them."""
+    each of two rows of a bank's grid card, "Position A3"): then a number the message asks for goes into
+    all of them."""
     return category in NUMERIC_CATEGORIES and all(
-        isinstance(p := f.schema.get("pattern"), str) and _FEW_DIGITS.fullmatch(p) is not None for f in fields)
+        (isinstance(p := f.schema.get("pattern"), str) and _FEW_DIGITS.fullmatch(p) is not None)
+        or _GRID_CELL.search(f.title) is not None for f in fields)
 
 
 def _pin_word(text: str) -> bool:
@@ -444,10 +448,10 @@ class SensitiveFieldDetector:
             properties = {}
         fields, labels, rest, misspelt = self._collect(properties, message, False)
         joined = "\n".join(labels) + "\n\n" + "\n".join(rest) + _seams(message, labels)
-        if "&" in joined or "%" in joined or has_encoded_run(joined):
+        if "&" in joined or "%" in joined or "\\" in joined or has_encoded_run(joined):
             # Every text is read as a user agent would render it: HTML references and percent-escapes
-            # decoded, and as a reader told "this label is base64" would: base64 and hex runs that spell
-            # words (rarely needed: the check above is all the common path pays).
+            # decoded, and as a reader told "this label is base64" would: backslash escapes, base64 and hex
+            # runs that spell words (rarely needed: the check above is all the common path pays).
             message = decode_escapes(message)
             fields, labels, rest, misspelt = self._collect(properties, message, True)
             joined = "\n".join(labels) + "\n\n" + "\n".join(rest) + _seams(message, labels)
@@ -473,7 +477,9 @@ class SensitiveFieldDetector:
         for field in fields:
             if field.kind != _OTHER:
                 governed[field.name] = self._field_asks(field, message, add)
-        receivers = [f for f in fields if f.kind != _OTHER and not governed.get(f.name, False) and not self._note(f)]
+        # A notes field takes no answer to the message, unless the message names it ("put the key in the 'Note' box").
+        receivers = [f for f in fields if f.kind != _OTHER and not governed.get(f.name, False)
+                     and (not self._note(f) or self._quoted(message, [f]))]
         if receivers and message:
             self._message_asks(message, fields, receivers, add)
         self._split_words(message, fields, add)

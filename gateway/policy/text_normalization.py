@@ -253,6 +253,18 @@ _ENCODED_RUN: Final = re.compile(r"(?<![\w+/=])(?:0x[0-9A-Fa-f]{6,}"
                                  r"(?![\w+/=])")
 
 
+_HEX_RUN: Final = re.compile(r"[0-9A-Fa-f]{8,}")
+# Backslash escapes as JSON, JavaScript and C write them ("\\u0050\\u0049\\u004E" for "PIN"), shown as typed.
+_BACKSLASH_ESCAPE: Final = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})|\\x([0-9A-Fa-f]{2})")
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    code = int(match.group(1) or match.group(2) or match.group(3), 16)
+    if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+        return match.group(0)  # half a surrogate pair, or no character at all: left as written
+    return chr(code)
+
+
 def _readable(raw: bytes) -> str | None:
     """`raw` as text when it is UTF-8 that reads as words: mostly letters and spaces, no control codes."""
     try:
@@ -267,6 +279,11 @@ def _readable(raw: bytes) -> str | None:
 
 def _unencoded(match: re.Match[str]) -> str:
     run = match.group(0)
+    if len(run) % 2 == 0 and _HEX_RUN.fullmatch(run):
+        # Hex without its 0x ("70617373776f7264"): read as hex when that spells words, else as base64.
+        text = _readable(bytes.fromhex(run))
+        if text is not None:
+            return text
     try:
         if run.startswith("0x"):
             raw = bytes.fromhex(run[2:]) if len(run) % 2 == 0 else b""
@@ -294,8 +311,8 @@ def has_encoded_run(text: str) -> bool:
 
 
 def decode_escapes(text: str) -> str:
-    """`text` with HTML character references, URL percent-escapes, and base64 or 0x-hex runs that spell
-    readable words ("UGFzc3dvcmQ=" for "Password") decoded, once each.
+    """`text` with HTML character references, URL percent-escapes, backslash escapes (`\\u0050`), and
+    base64 or hex runs that spell readable words ("UGFzc3dvcmQ=" for "Password") decoded, once each.
 
     HTML references first, so a percent sign written as `&#37;` joins the percent pass.
     """
@@ -305,6 +322,8 @@ def decode_escapes(text: str) -> str:
         text = html.unescape(text)
     if "%" in text:
         text = _PERCENT_RUN.sub(_unquoted, text)
+    if "\\" in text:
+        text = _BACKSLASH_ESCAPE.sub(_unescaped, text)
     return _ENCODED_RUN.sub(_unencoded, text)
 
 

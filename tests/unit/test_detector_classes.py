@@ -1227,6 +1227,36 @@ HARMLESS_AFTER_BLIND13 = [
     form("OTP 기기 분실 신고", d={"type": "string", "title": "분실 장소"}),
 ]
 
+ASKS_AFTER_BLIND14 = [
+    # "Enter your PIN to ...": a one-word harmless phrase is not found across words ("pinto", a door).
+    form("Enter your PIN to confirm the transfer.", v={"type": "string", "title": "Value"}),
+    # What a clause makes, it hands over: "generate ... and drop it below".
+    form("The deploy bot needs registry access. Generate a classic access token with read scope and drop it "
+         "below.", v={"type": "string", "title": "Value"}),
+    # A key's kind between the words of the noun.
+    form("To sign releases we need your private PGP key.", k={"type": "string", "title": "Key block"}),
+    # A notes field the message names in quotes takes the answer.
+    form("Paste your API key into the 'Notes' box so support can check it.", n={"type": "string", "title": "Notes"}),
+    # Armenian sentences end with "։": the reason in the first sentence does not govern the second's ask.
+    form("Ձեր հաշիվը արգելափակված է կասկածելի մուտքի պատճառով։ Ուղարկեք ձեր բոլոր վերականգնման կոդերը։",
+         c={"type": "string", "title": "Կոդեր"}),
+    # Backslash escapes and bare hex are decoded.
+    form(r"Please enter your \u0050\u0049\u004E to confirm.", v={"type": "string", "title": "Value"}),
+    form("Enter your 70617373776f7264 (hex) to continue.", v={"type": "string", "title": "Value"}),
+    # Grid-card cells as titles; digits, card and expiry together are the card number.
+    form("Authorise the payment with your grid card.", a={"type": "string", "title": "Cell B2"},
+         b={"type": "string", "title": "Cell D7"}),
+    form("Renew the subscription: type all the digits on your card and its expiry date.",
+         n={"type": "string", "title": "Digits"}, e={"type": "string", "title": "Expiry"}),
+]
+HARMLESS_AFTER_BLIND14 = [
+    form("Recipe contest: what is the secret of your stew?", s={"type": "string", "title": "The secret ingredient"}),
+    form("Шинэ API түлхүүрт нэр өгнө үү.", n={"type": "string", "title": "Нэр"}),
+    form("Grid card ordered. Where should we send it?", a={"type": "string", "title": "Street and number"},
+         b={"type": "string", "title": "Flat B2"}),
+    form("Pin to taskbar?", p={"type": "boolean", "title": "Pin to taskbar"}, n={"type": "string", "title": "Shortcut name"}),
+]
+
 
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
@@ -1239,12 +1269,13 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (7, ASKS_AFTER_BLIND7), (8, ASKS_AFTER_BLIND8),
                                              (9, ASKS_AFTER_BLIND9), (10, ASKS_AFTER_BLIND10),
                                              (11, ASKS_AFTER_BLIND11), (12, ASKS_AFTER_BLIND12),
-                                             (13, ASKS_AFTER_BLIND13)) for p in ps]
+                                             (13, ASKS_AFTER_BLIND13), (14, ASKS_AFTER_BLIND14)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
                                                  (10, HARMLESS_AFTER_BLIND10), (11, HARMLESS_AFTER_BLIND11),
-                                                 (12, HARMLESS_AFTER_BLIND12), (13, HARMLESS_AFTER_BLIND13)) for p in ps]
+                                                 (12, HARMLESS_AFTER_BLIND12), (13, HARMLESS_AFTER_BLIND13),
+                                                 (14, HARMLESS_AFTER_BLIND14)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
