@@ -145,17 +145,20 @@ class CallClock:
 async def bounded(call: Awaitable[str], clock: CallClock) -> str | Expiry:
     """The call's outcome, or which bound ran out first (the call is then cancelled and awaited).
 
-    Most calls never ask the host anything: until one does, a timer bounds the call (no task of its
-    own); the first host request starts `clock.watch`, which then keeps both bounds.
+    The call runs in the caller's task, and a bound that runs out cancels that task, as `asyncio.timeout`
+    does (no task per call). Most calls never ask the host anything: until one does, a timer bounds the
+    call; the first host request starts `clock.watch`, which then keeps both bounds.
     """
-    task = asyncio.ensure_future(call)
-    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None, "bounded runs in a task"
+    loop = task.get_loop()
     ended: list[Expiry | BaseException] = []
+    finished = False
     watch: asyncio.Future[Expiry] | None = None
     timer: asyncio.TimerHandle | None = None
 
     def end(why: Expiry | BaseException) -> None:
-        if not ended and not task.done():
+        if not ended and not finished:
             ended.append(why)
             task.cancel()
 
@@ -186,18 +189,22 @@ async def bounded(call: Awaitable[str], clock: CallClock) -> str | Expiry:
         timer = loop.call_later(clock.request_left(), on_timer)
     clock.on_pause = on_pause
     try:
-        # Awaiting the task: if this handler is cancelled (its host left and the grace ran out), the call is
-        # cancelled too, and awaited.
-        return await task
+        # If this handler is cancelled (its host left and the grace ran out), the call is cancelled with it.
+        outcome = await call
     except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if not ended or (current is not None and current.cancelling()):
+        # Ours only if nobody else cancelled the task as well (then their cancellation goes on).
+        if not ended or task.uncancel() > 0:
             raise
         why = ended[0]
         if isinstance(why, BaseException):
             raise why from None
         return why
+    else:
+        if ended:
+            task.uncancel()  # the call swallowed our cancellation and finished: its outcome stands
+        return outcome
     finally:
+        finished = True
         clock.on_pause = None
         if timer is not None:
             timer.cancel()

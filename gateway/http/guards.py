@@ -129,8 +129,11 @@ def slow_consumer(request: web.Request) -> None:
 async def read_body(request: web.Request, listen: ListenConfig) -> Any:
     """The body read within its deadline, parsed, with depth and duplicate keys checked (400)."""
     try:
-        async with asyncio.timeout(listen.body_timeout_seconds):
-            body = await request.read()
+        if request.content.is_eof():
+            body = await request.read()  # all of it already arrived (most bodies come with their headers)
+        else:
+            async with asyncio.timeout(listen.body_timeout_seconds):
+                body = await request.read()
     except TimeoutError:
         log.warning("host.rejected", path=request.path, status=408, reason="body_timeout")
         raise HostProtocolError(408, INVALID_REQUEST, "Request Timeout: body not received in time") from None

@@ -115,3 +115,52 @@ async def test_bounded_passes_the_callers_own_cancellation_on() -> None:
     with pytest.raises(asyncio.CancelledError):
         await outer
     assert cancelled.is_set()
+
+
+async def test_bounded_leaves_the_task_usable_after_a_bound_ran_out() -> None:
+    # The bound cancels the caller's own task (no task per call): afterwards the task is not left
+    # cancelling, so the handler can still await (write the timeout error to its host).
+    store = MemoryStateStore()
+    cancelled = asyncio.Event()
+    assert await bounded(slow(cancelled), CallClock(store, "s1", request_timeout=0.05, elicitation_timeout=1)) == (
+        "request_timeout")
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    assert await asyncio.sleep(0.01, "still runs") == "still runs"
+
+
+async def test_bounded_lets_a_call_that_swallowed_the_cancellation_finish() -> None:
+    # A call that catches the cancellation and returns: its outcome stands, and the task is not left cancelling.
+    store = MemoryStateStore()
+
+    async def stubborn() -> str:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            return "finished anyway"
+        return "slept"
+
+    assert await bounded(stubborn(), CallClock(store, "s1", request_timeout=0.05, elicitation_timeout=1)) == (
+        "finished anyway")
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+
+
+async def test_bounded_raises_when_the_caller_cancels_as_the_bound_runs_out() -> None:
+    # Both at once (the caller's cancellation arrives while the bound's is being handled): the caller's
+    # cancellation wins and is raised; the bound's is absorbed.
+    store = MemoryStateStore()
+    outer: list[asyncio.Future[str]] = []
+
+    async def call() -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            outer[0].cancel()
+            raise
+        return "late"
+
+    outer.append(asyncio.ensure_future(bounded(call(), CallClock(store, "s1", request_timeout=0.05,
+                                                                 elicitation_timeout=1))))
+    with pytest.raises(asyncio.CancelledError):
+        await outer[0]
