@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from itertools import accumulate
 from typing import Any, Final, NamedTuple
 
 import ahocorasick_rs
@@ -247,6 +248,13 @@ _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
     # "Information" says as little as "Value".
     "information", "info", "informação", "informacao", "información", "informacion", "informations",
     "informazioni", "informatie", "informacja", "informace", "информация", "信息", "情報", "정보",
+    # So do "paste", the words for a key, for words and for a file's contents: the box the message's key,
+    # recovery words or key file go into ("Paste here", "Clau", "Słowa", "Inhoud van het bestand").
+    "paste", "clau", "clave", "chave", "chiave", "clé", "schlüssel", "sleutel", "nyckel", "nøkkel", "nøgle",
+    "avain", "klucz", "klíč", "kulcs", "cheie", "ключ", "anahtar", "κλειδί", "مفتاح", "מפתח", "kunci", "khóa",
+    "キー", "鍵", "密钥", "words", "słowa", "palabras", "mots", "wörter", "woorden", "sanat", "слова", "kelimeler",
+    "inhoud", "contents", "file", "bestand", "datei", "inhalt", "fichier", "contenu", "contenido", "archivo",
+    "conteúdo", "arquivo", "van", "het", "des", "der", "de",
     # So do the words for the digits themselves ("अंक" over "the 16 digits printed on the card").
     "ziffern", "dígitos", "digitos", "chiffres", "cifre", "cijfers", "cyfry", "číslice", "цифры", "अंक",
     "अंकों", "数字", "숫자", "ارقام", "أرقام", "ספרות", "rakamlar", "rəqəmlər", "angka", "chữ số", "ตัวเลข",
@@ -307,6 +315,12 @@ def _names_title(name: str, title: str) -> bool:
 # A cell of a grid card named in a title: a column letter and a row number ("Posição A3", "E4").
 _GRID_CELL: Final = re.compile(r"(?<![\w])[A-J][1-9][0-9]?(?![\w])")
 _FEW_DIGITS: Final = re.compile(r"\^?(?:\\d|\[0-9\])(?:\{[1-4]\})?\$?")
+
+
+def _postal_pattern(field: _Field) -> bool:
+    """Whether the field's `pattern` is an Indian postal PIN code's six digits ("^[1-9][0-9]{5}$")."""
+    pattern = field.schema.get("pattern")
+    return isinstance(pattern, str) and _POSTAL_PATTERN.fullmatch(pattern) is not None
 
 
 def _digit_parts(fields: list[_Field], category: str) -> bool:
@@ -667,8 +681,7 @@ class SensitiveFieldDetector:
                         pattern = pattern if isinstance(pattern, str) else ""
                         # Four digits are a bank PIN whatever the place words say: no postal PIN code has four.
                         postal = not _FOUR_DIGITS.fullmatch(pattern) and (
-                            _postal(field.name, title, description, message)
-                            or _POSTAL_PATTERN.fullmatch(pattern) is not None)
+                            _postal(field.name, title, description, message) or _postal_pattern(field))
                     # Only the word "PIN" itself can be postal: a title saying "secret number" never is.
                     if postal and _pin_word(source):
                         continue
@@ -745,7 +758,8 @@ class SensitiveFieldDetector:
             if not able or (len(able) > 1 and not any(self._generic(f) for f in able)
                             and not self._quoted(message, able) and not _digit_parts(able, category)):
                 continue
-            if category == "pin" and _postal(message, *(f.name + " " + f.title + " " + f.description for f in fields)):
+            if category == "pin" and (_postal(message, *(f.name + " " + f.title + " " + f.description for f in fields))
+                                      or any(_postal_pattern(f) for f in able)):
                 continue
             if self._yes_no_question(message, category, fields):
                 continue
@@ -810,8 +824,18 @@ class SensitiveFieldDetector:
 
     @staticmethod
     def _identity_text(text: str) -> bool:
-        if not _IDENTITY.find_matches_as_indexes(squash(normalize_text(text))):
+        squashed = squash(normalize_text(text))
+        matches = _IDENTITY.find_matches_as_indexes(squashed)
+        if not matches:
             return False
+        if not UNSPACED.search(squashed):
+            # A short Latin identity word counts only as a word of its own ("nom", a name, is not in
+            # "nọmba", a number); a longer one also at the start of a word ("E-mail-Adresse"). (Arabic and
+            # Hebrew attach articles in front: "الموبايل".)
+            starts = {0, *accumulate(len(w) for w in words_of(text))}
+            if not any(not squashed[start:end].isascii() or (start in starts and (end in starts or end - start >= 5))
+                       for _, start, end in matches):
+                return False
         # "Code from the email", "SMS-Code": the channel a code came by, not the user's address.
         return _CODE_WORDS.isdisjoint(words_of(text))
 

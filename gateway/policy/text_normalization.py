@@ -151,6 +151,11 @@ def _build_skeleton() -> dict[str, str]:
 _SKELETON: Final = _build_skeleton()
 
 
+# Mathematical alphanumeric letters: 13 alphabets of 52 letters (A-Z, a-z) each, from U+1D400.
+_MATH_LETTERS_START: Final = 0x1D400
+_MATH_LETTERS_END: Final = 0x1D6A3
+
+
 def _fold_char(char: str) -> str:
     """The fold of one character (before the fixed-point pass in `_FoldTable`)."""
     code = ord(char)
@@ -161,6 +166,11 @@ def _fold_char(char: str) -> str:
         return "" if category != "Cc" else " "
     if code in _OPTIONAL_NATIVE_MARKS or code in _NUKTAS:
         return ""
+    if _MATH_LETTERS_START <= code <= _MATH_LETTERS_END and category == "Cn":
+        # A hole of the math alphanumerics (its letter lives among the letterlike symbols: script "e" is
+        # U+212F, not U+1D4BA): renderers that draw it anyway show the letter its place stands for.
+        index = (code - _MATH_LETTERS_START) % 52
+        return chr(ord("a") + index % 26)
     if _is_native(char):
         if category == "Nd":
             return str(unicodedata.digit(char))
