@@ -312,8 +312,9 @@ def _names_title(name: str, title: str) -> bool:
 
 
 # A pattern of one to four digits: a box that takes part of a number ("^[0-9]{2}$", "^\d$").
-# A cell of a grid card named in a title: a column letter and a row number ("Posição A3", "E4").
-_GRID_CELL: Final = re.compile(r"(?<![\w])[A-J][1-9][0-9]?(?![\w])")
+# A cell of a grid card named in a title: a column letter and a row number ("Posição A3", "E4", "A-3"), or a
+# Korean security card's numbered cell ("12번").
+_GRID_CELL: Final = re.compile(r"(?<![\w])[A-J][-‐ ]?[1-9][0-9]?(?![\w])|[0-9]{1,2}\s*번")
 _FEW_DIGITS: Final = re.compile(r"\^?(?:\\d|\[0-9\])(?:\{[1-4]\})?\$?")
 
 
@@ -756,14 +757,37 @@ class SensitiveFieldDetector:
             if able and len(able) == 1 and not self._generic(able[0]) and self._claimed(message, able[0], category):
                 continue
             if not able or (len(able) > 1 and not any(self._generic(f) for f in able)
-                            and not self._quoted(message, able) and not _digit_parts(able, category)):
+                            and not self._quoted(message, able) and not _digit_parts(able, category)
+                            and not self._echoed(message, able, category)):
                 continue
             if category == "pin" and (_postal(message, *(f.name + " " + f.title + " " + f.description for f in fields))
-                                      or any(_postal_pattern(f) for f in able)):
+                                      or any(_postal_pattern(f) for f in fields)):
                 continue
             if self._yes_no_question(message, category, fields):
                 continue
             add(category, "message")
+
+    def _echoed(self, message: str, able: list[_Field], category: str) -> bool:
+        """Whether exactly one field's label repeats a word of the sentence that asks ("Enter your unseal key
+        share" over "Key share" and "Initials"): that field is the one the sentence points at."""
+        if category in _LONG_NUMBER_CATEGORIES:
+            return False  # "the address to send your renewed ID card to": a document named, not asked for
+        asking = [words_of(m.group(0)) for m in _MESSAGE_SENTENCE.finditer(message)
+                  if m.group(0).strip() and category in self._scan(m.group(0), True).asked]
+        # (No one sentence may ask on its own: "The vault is sealed. Enter your unsealing share." asks as a whole.)
+        said = {w for ws in (asking or [words_of(message)]) for w in ws if len(w) >= 4}
+        if not said:
+            return False
+
+        def echoes(field: _Field) -> bool:
+            # The shared word is the field's own ("share", "Anteil"), not the secret's noun: a label naming the
+            # secret and still asking nothing uses it in another sense ("Heslo (slovníkové)", a headword).
+            own = [w for w in words_of(field.title or field.name) if len(w) >= 4 and w not in _GENERIC_FIELD_WORDS
+                   and not self._lexicon.may_name_secret(w)]
+            return any(w == m or (len(w) >= 5 and len(m) >= 5 and (w.endswith(m) or m.endswith(w)))
+                       for w in own for m in said)
+
+        return sum(echoes(f) for f in able) == 1
 
     def _claimed(self, message: str, field: _Field, category: str) -> bool:
         """Whether another sentence of the message asks for what the field's own label names ("Enter the

@@ -1279,6 +1279,27 @@ HARMLESS_AFTER_BLIND15 = [
          p={"type": "string", "title": "PIN code", "pattern": "^[1-9][0-9]{5}$"}),
 ]
 
+ASKS_AFTER_BLIND16 = [
+    # Among several fields, the one whose label repeats a word of the ask ("Anteil", "share") takes it.
+    form("Der Tresor ist nach dem Update versiegelt. Bitte Ihren Entsiegelungs-Anteil eingeben.",
+         a={"type": "string", "title": "Ihr Anteil"}, k={"type": "string", "title": "Kürzel"}),
+    # Grid cards: a Hindi grid card, Japanese cells written "B-2", Korean numbered cells ("05번").
+    form("ग्रिड कार्ड से नीचे दिए खानों के मान भरें।", a={"type": "string", "title": "खाना C4"},
+         b={"type": "string", "title": "खाना G2"}),
+    form("乱数表の指定された位置の数字を入力してください。", a={"type": "string", "title": "【B-2】の数字"},
+         b={"type": "string", "title": "【E-5】の数字"}),
+    form("이체를 위해 보안카드 번호를 입력하세요.", a={"type": "string", "title": "05번 앞 2자리"},
+         b={"type": "string", "title": "31번 뒤 2자리"}),
+]
+HARMLESS_AFTER_BLIND16 = [
+    # "The purpose of the new API key" (用途 governs); a village's postal PIN code; a Kurdish address
+    # ("şandin", sending, is not Indonesian "sandi").
+    form("新しいAPIキーの用途を教えてください。", u={"type": "string", "title": "用途"}),
+    form("पार्सलसाठी गावाचा पिन कोड टाका.", p={"type": "string", "title": "पिन कोड", "pattern": "^[1-9][0-9]{5}$"},
+         g={"type": "string", "title": "गाव"}),
+    form("Navnîşana şandinê.", n={"type": "string", "title": "Navnîşan"}, k={"type": "string", "title": "Koda posteyê"}),
+]
+
 
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
@@ -1292,13 +1313,14 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (9, ASKS_AFTER_BLIND9), (10, ASKS_AFTER_BLIND10),
                                              (11, ASKS_AFTER_BLIND11), (12, ASKS_AFTER_BLIND12),
                                              (13, ASKS_AFTER_BLIND13), (14, ASKS_AFTER_BLIND14),
-                                             (15, ASKS_AFTER_BLIND15)) for p in ps]
+                                             (15, ASKS_AFTER_BLIND15), (16, ASKS_AFTER_BLIND16)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
                                                  (10, HARMLESS_AFTER_BLIND10), (11, HARMLESS_AFTER_BLIND11),
                                                  (12, HARMLESS_AFTER_BLIND12), (13, HARMLESS_AFTER_BLIND13),
-                                                 (14, HARMLESS_AFTER_BLIND14), (15, HARMLESS_AFTER_BLIND15)) for p in ps]
+                                                 (14, HARMLESS_AFTER_BLIND14), (15, HARMLESS_AFTER_BLIND15),
+                                                 (16, HARMLESS_AFTER_BLIND16)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])

@@ -125,17 +125,17 @@ BLIND_FLOORS = [
     ("blind4", 1242, 665, 5, 1),
     ("blind5", 1939, 1163, 7, 0),
     ("blind6", 1589, 797, 5, 0),
-    ("blind7", 1548, 837, 6, 0),
+    ("blind7", 1548, 837, 5, 0),
     ("blind8", 1047, 531, 4, 9),
-    ("blind9", 1000, 541, 3, 0),
+    ("blind9", 1000, 542, 3, 0),
     ("blind10", 954, 542, 6, 0),
     # 10 of the 14 false blocks are harmless forms with `examples`, refused as schema.invalid by design.
-    ("blind11", 1081, 634, 14, 1),
-    ("blind12", 1070, 596, 19, 0),
+    ("blind11", 1081, 635, 14, 1),
+    ("blind12", 1070, 598, 19, 0),
     ("blind13", 925, 522, 2, 0),
     ("blind14", 923, 521, 1, 0),
-    ("blind15", 932, 536, 2, 0),
-    ("blind16", 929, 522, 5, 0),
+    ("blind15", 932, 537, 2, 0),
+    ("blind16", 929, 532, 3, 0),
 ]
 
 
