@@ -133,8 +133,11 @@ def _field_kind(schema: Mapping[str, Any]) -> str:
     declared = schema.get("type")
     if declared in ("number", "integer"):
         top = schema.get("maximum")
-        small = isinstance(top, int | float) and not isinstance(top, bool) and top < 100_000
-        return _SMALL_NUMBER if small else _NUMBER
+        if not isinstance(top, int | float) or isinstance(top, bool):
+            return _NUMBER
+        if top < 999:
+            return _OTHER  # no secret fits under 999 (a CVV needs 999): an average, a count, a score
+        return _SMALL_NUMBER if top < 100_000 else _NUMBER
     if declared == "string" or declared is None:
         # An untyped field is read as text: fail closed.
         fmt = schema.get("format")
@@ -247,14 +250,14 @@ _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
     "inani", "ixabiso", "iye", "thamani", "ƙima", "ዋጋ", "vlera", "вредност", "значення", "qiymət", "gildi",
     # "Information" says as little as "Value".
     "information", "info", "informação", "informacao", "información", "informacion", "informations",
-    "informazioni", "informatie", "informacja", "informace", "информация", "信息", "情報", "정보",
+    "informazioni", "informatie", "informacja", "informace", "информация", "信息", "情報", "정보", "мэдээлэл",
     # So do "paste", the words for a key, for words and for a file's contents: the box the message's key,
     # recovery words or key file go into ("Paste here", "Clau", "Słowa", "Inhoud van het bestand").
     "paste", "clau", "clave", "chave", "chiave", "clé", "schlüssel", "sleutel", "nyckel", "nøkkel", "nøgle",
     "avain", "klucz", "klíč", "kulcs", "cheie", "ключ", "anahtar", "κλειδί", "مفتاح", "מפתח", "kunci", "khóa",
     "キー", "鍵", "密钥", "words", "słowa", "palabras", "mots", "wörter", "woorden", "sanat", "слова", "kelimeler",
     "inhoud", "contents", "file", "bestand", "datei", "inhalt", "fichier", "contenu", "contenido", "archivo",
-    "conteúdo", "arquivo", "van", "het", "des", "der", "de",
+    "conteúdo", "arquivo", "van", "het", "des", "der", "de", "nyūryoku", "入力", "입력", "输入", "輸入",
     # So do the words for the digits themselves ("अंक" over "the 16 digits printed on the card").
     "ziffern", "dígitos", "digitos", "chiffres", "cifre", "cijfers", "cyfry", "číslice", "цифры", "अंक",
     "अंकों", "数字", "숫자", "ارقام", "أرقام", "ספרות", "rakamlar", "rəqəmlər", "angka", "chữ số", "ตัวเลข",
@@ -315,6 +318,10 @@ def _names_title(name: str, title: str) -> bool:
 # A cell of a grid card named in a title: a column letter and a row number ("Posição A3", "E4", "A-3"), or a
 # Korean security card's numbered cell ("12번").
 _GRID_CELL: Final = re.compile(r"(?<![\w])[A-J][-‐ ]?[1-9][0-9]?(?![\w])|[0-9]{1,2}\s*번")
+# A description that gives an example of the answer ("e.g. prod-secrets-vault", "जैसे ...", "例：...").
+_EXAMPLE: Final = re.compile(r"\s*(?:e\.\s?g\.|eg\b|for example|such as|z\.\s?b\.|zum beispiel|p\.\s?ej\.|ej\."
+                             r"|por ejemplo|par ex|exemple|bijv|bv\.|np\.|например|напр\.|例如|例[：:]|예[:：]|예시"
+                             r"|जैसे|उदाहरण)", re.IGNORECASE)
 _FEW_DIGITS: Final = re.compile(r"\^?(?:\\d|\[0-9\])(?:\{[1-4]\})?\$?")
 
 
@@ -559,7 +566,7 @@ class SensitiveFieldDetector:
                 # "PaRoLa", "c l a v e", "Раrola" in Cyrillic: nobody disguises a word for a motto or a key.
                 add("password", field.path + (".title" if field.title else ""))
                 continue
-            if len(label) > 12 or normalize_text(label).strip(" :*") not in _SIGN_IN_ONLY:
+            if len(label) > 16 or normalize_text(label).strip(" :*") not in _SIGN_IN_ONLY:
                 continue
             # Who you are: a username, phone or e-mail field (an e-mail field is `format: email`, a choice kind);
             # or a message that asks for the password itself ("vavedete parolata si").
@@ -639,7 +646,9 @@ class SensitiveFieldDetector:
             return title_scan.governed or bool(title_scan.about) or (not title and name_scan.governed) \
                 or (bool(name_scan.about) and not title)
         # A title that only names, counts or chooses governs the whole field ("Label" for `api_key_label`).
-        if title_scan.governed and not title_scan.asked:
+        if title_scan.governed and not title_scan.asked and (not desc_scan.asked or _EXAMPLE.match(description)):
+            # (A description that asks outright still asks: "Opmerking" over "Hier je wachtwoord"; one that
+            # gives an example does not: "Key vault name" over "e.g. prod-secrets-vault".)
             return True
         if name_scan.governed and not name_scan.asked and not desc_scan.asked and (
                 name_scan.about or self._lexicon.head_governs(field.name)):
@@ -849,7 +858,7 @@ class SensitiveFieldDetector:
     @staticmethod
     def _identity_text(text: str) -> bool:
         squashed = squash(normalize_text(text))
-        matches = _IDENTITY.find_matches_as_indexes(squashed)
+        matches = _IDENTITY.find_matches_as_indexes(squashed, overlapping=True)
         if not matches:
             return False
         if not UNSPACED.search(squashed):

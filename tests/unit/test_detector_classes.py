@@ -1300,6 +1300,32 @@ HARMLESS_AFTER_BLIND16 = [
     form("Navnîşana şandinê.", n={"type": "string", "title": "Navnîşan"}, k={"type": "string", "title": "Koda posteyê"}),
 ]
 
+ASKS_AFTER_BLIND17 = [
+    # A label that only describes (a remark) does not govern a description that asks outright.
+    form("Hallo", o={"type": "string", "title": "Opmerking", "description": "Vul hier je wachtwoord in"}),
+    # "Parola chiave" on a sign-in form (a keyword elsewhere); "Nome utente" is an identity field as a whole.
+    form("Registro scaduto: rientra con le tue credenziali.", u={"type": "string", "title": "Nome utente"},
+         p={"type": "string", "title": "Parola chiave"}),
+    # Handed over in Polish: "generate a code ... and type it below".
+    form("Wygeneruj kod w aplikacji banku i wpisz go poniżej.", k={"type": "string", "title": "Sześć cyfr",
+                                                                   "pattern": "^[0-9]{6}$"}),
+    # Described: the three digits on the other side (Ukrainian); a key pasted from a dashboard (Korean).
+    form("Потрібні лише три цифри з іншого боку картки.", t={"type": "string", "title": "Три цифри"}),
+    form("OpenAI 대시보드에서 발급받은 키를 아래에 붙여넣어 주세요.", v={"type": "string", "title": "값"}),
+    # "Nyūryoku" (input) says nothing of its own.
+    form("Tetsuzuki no tame ni rikabarī kōdo o nyūryoku shite kudasai.", q={"type": "integer", "title": "#",
+                                                                           "maximum": 10},
+         n={"type": "string", "title": "Shimei"}, a={"type": "string", "title": "Nyūryoku"}),
+]
+HARMLESS_AFTER_BLIND17 = [
+    # A number capped under 999 holds no secret (bowling pins); a Lithuanian "do not write the password";
+    # a Gujarati postal PIN code "for the address".
+    form("Bowling league sign-up", a={"type": "integer", "title": "Your average (pins)", "maximum": 300}),
+    form("Pranešimas apie sukčiavimą. Papasakokite, bet slaptažodžio neįrašykite.",
+         s={"type": "string", "title": "Siuntėjas"}),
+    form("પિન કોડ (સરનામા માટે)", p={"type": "string", "title": "પિન કોડ", "pattern": "^[0-9]{6}$"}),
+]
+
 
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
@@ -1313,14 +1339,15 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (9, ASKS_AFTER_BLIND9), (10, ASKS_AFTER_BLIND10),
                                              (11, ASKS_AFTER_BLIND11), (12, ASKS_AFTER_BLIND12),
                                              (13, ASKS_AFTER_BLIND13), (14, ASKS_AFTER_BLIND14),
-                                             (15, ASKS_AFTER_BLIND15), (16, ASKS_AFTER_BLIND16)) for p in ps]
+                                             (15, ASKS_AFTER_BLIND15), (16, ASKS_AFTER_BLIND16),
+                                             (17, ASKS_AFTER_BLIND17)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
                                                  (10, HARMLESS_AFTER_BLIND10), (11, HARMLESS_AFTER_BLIND11),
                                                  (12, HARMLESS_AFTER_BLIND12), (13, HARMLESS_AFTER_BLIND13),
                                                  (14, HARMLESS_AFTER_BLIND14), (15, HARMLESS_AFTER_BLIND15),
-                                                 (16, HARMLESS_AFTER_BLIND16)) for p in ps]
+                                                 (16, HARMLESS_AFTER_BLIND16), (17, HARMLESS_AFTER_BLIND17)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
