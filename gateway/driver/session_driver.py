@@ -312,12 +312,18 @@ class SessionDriver:
         # the call goes on detached, so the host can resume it, for at most resume_grace.
         task = asyncio.ensure_future(self._call(rec, forward, msg, responder, call))
         live.calls[key] = task
+        counted_later = False
         try:
             outcome = await asyncio.shield(task)
         except asyncio.CancelledError:
             if call.relay is not None:
                 if call.relay.answered:
-                    outcome = "ok"  # the host left after its answer (SDK clients close the stream at once)
+                    # The host left after its answer (SDK clients close the stream at once): the call's own
+                    # outcome ("ok", or "upstream_stream_lost" when the answer was that error) is counted
+                    # when the call ends, a moment later.
+                    counted_later = True
+                    task.add_done_callback(lambda done: self.request_done(
+                        method, started, _outcome_of(done), rec.host_version))
                 call.relay.detach()
             self.buffers.spawn(self._detached(rec, msg["id"], task, call), name=f"detached:{rec.session_id}")
             raise
@@ -325,7 +331,8 @@ class SessionDriver:
             live.in_flight.pop(key, None)
             live.calls.pop(key, None)
             self._release(rec.session_id)
-            self.request_done(method, started, outcome, rec.host_version)
+            if not counted_later:
+                self.request_done(method, started, outcome, rec.host_version)
 
     async def _detached(self, rec: SessionRecord, request_id: Any, task: asyncio.Future[str], call: Call) -> None:
         """A call whose host left: give it resume_grace to finish, then release it and tell the server."""
@@ -793,6 +800,13 @@ class SessionDriver:
         log.info("request", server=self.server, method=method, duration_ms=round(elapsed * 1000, 2), outcome=outcome)
 
 
+
+
+def _outcome_of(call: asyncio.Future[str]) -> str:
+    """A finished call's outcome; one that was cancelled or failed after its answer went out counts as ok."""
+    if call.cancelled() or call.exception() is not None:
+        return "ok"
+    return call.result()
 
 
 async def _answer_quietly(responder: Responder, body: Any, status: int, call: Call) -> None:
