@@ -1,4 +1,5 @@
-"""A host that leaves right after its answer was written: the call is counted as ok, not host_disconnected."""
+"""A host that leaves right after its answer was written: the call counts with its own outcome (ok, or
+upstream_stream_lost when the answer was that error), never host_disconnected."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from typing import Any
 
 import pytest
 
+from gateway.upstream.in_memory import SseReply
+
 sys.path.insert(0, str(Path(__file__).parent))
-from test_session_driver import Responder, Server, SseReply, Stream, initialized, make_driver
+from test_session_driver import Responder, Server, Stream, initialized, make_driver
 
 pytestmark = pytest.mark.anyio
 
@@ -28,24 +31,35 @@ class LeavesAfterTheAnswer(Stream):
             self.handler.cancel()
 
 
-async def test_an_answered_call_whose_host_leaves_counts_as_ok() -> None:
-    driver, _, _ = make_driver(Server())
+async def counted(driver: Any, outcome: str, wait: bool = True) -> float | None:
+    """Calls of tools/call counted with `outcome`; the call's own outcome is counted when the call ends, a
+    moment after its handler, so this waits up to a second for it."""
+    labels = {"server": "crm", "method": "tools/call", "era": "2025", "outcome": outcome}
+    for _ in range(100 if wait else 1):
+        found: float | None = driver.metrics.registry.get_sample_value("mcpgw_host_requests_total", labels)
+        if found is not None or not wait:
+            return found
+        await asyncio.sleep(0.01)
+    return None
+
+
+async def call_and_leave(server: Server, stream: LeavesAfterTheAnswer) -> Any:
+    """A tools/call whose host leaves as `stream` says; the driver, once the handler was cancelled."""
+    driver, _, _ = make_driver(server)
     rec, _ = await driver.load(await initialized(driver))
-    stream = LeavesAfterTheAnswer()
     call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "t", "arguments": {}}}
     handler = stream.handler = asyncio.ensure_future(driver.host_request(rec, call, Responder(stream)))
     with pytest.raises(asyncio.CancelledError):
         await handler
+    return driver
+
+
+async def test_an_answered_call_whose_host_leaves_counts_as_ok() -> None:
+    stream = LeavesAfterTheAnswer()
+    driver = await call_and_leave(Server(), stream)
     assert stream.messages()[-1]["id"] == 5
-    value = driver.metrics.registry.get_sample_value
-    labels = {"server": "crm", "method": "tools/call", "era": "2025"}
-    # The call's own outcome is counted when the call ends, a moment after the handler.
-    for _ in range(100):
-        if value("mcpgw_host_requests_total", {**labels, "outcome": "ok"}) is not None:
-            break
-        await asyncio.sleep(0.01)
-    assert value("mcpgw_host_requests_total", {**labels, "outcome": "ok"}) == 1
-    assert value("mcpgw_host_requests_total", {**labels, "outcome": "host_disconnected"}) is None
+    assert await counted(driver, "ok") == 1
+    assert await counted(driver, "host_disconnected", wait=False) is None
 
 
 class ClosesWithoutAnswering(Server):
@@ -71,19 +85,8 @@ class LeavesAfterTheError(LeavesAfterTheAnswer):
 async def test_a_host_that_leaves_after_a_lost_stream_error_is_counted_with_the_calls_own_outcome() -> None:
     # The answer the host got was the gateway's error for a stream that ended unanswered: the call counts as
     # upstream_stream_lost, not ok (it used to count as ok whenever the host left right after its answer).
-    driver, _, _ = make_driver(ClosesWithoutAnswering())
-    rec, _ = await driver.load(await initialized(driver))
     stream = LeavesAfterTheError()
-    call = {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "t", "arguments": {}}}
-    handler = stream.handler = asyncio.ensure_future(driver.host_request(rec, call, Responder(stream)))
-    with pytest.raises(asyncio.CancelledError):
-        await handler
+    driver = await call_and_leave(ClosesWithoutAnswering(), stream)
     assert "error" in stream.messages()[-1]
-    value = driver.metrics.registry.get_sample_value
-    labels = {"server": "crm", "method": "tools/call", "era": "2025"}
-    for _ in range(100):
-        if value("mcpgw_host_requests_total", {**labels, "outcome": "upstream_stream_lost"}) is not None:
-            break
-        await asyncio.sleep(0.01)
-    assert value("mcpgw_host_requests_total", {**labels, "outcome": "upstream_stream_lost"}) == 1
-    assert value("mcpgw_host_requests_total", {**labels, "outcome": "ok"}) is None
+    assert await counted(driver, "upstream_stream_lost") == 1
+    assert await counted(driver, "ok", wait=False) is None
