@@ -124,7 +124,7 @@ _HANDED_OVER: Final = re.compile(
     r"|(?:incolla|inserisci|invia|scrivi|copia)l[oa]"
     r"|(?:fuge|fugen sie|gib|geben sie|trage|tragen sie|kopiere|kopieren sie)\s+(?:ihn|es|sie)"
     r"|(?:plak|geef|voer|vul)\s+(?:hem|het|deze)"
-    r"|(?:wpisz|wklej|podaj|zadejte|vlozte|zadajte|vlozte)\s+(?:go|ho|je)"
+    r"|(?:wpisz|wklej|podaj|zadejte|zadajte|vlozte)\s+(?:go|ho|je)"
     r"|(?:введите|вставьте|введіть|вставте|укажите|вкажіть)\s+(?:его|його)"
     r")\b")
 _KEY_KIND_INSIDE: Final = re.compile(

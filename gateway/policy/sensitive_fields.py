@@ -314,7 +314,6 @@ def _names_title(name: str, title: str) -> bool:
     return len(key[0]) <= 2 or all(c in letters for c in key[0])
 
 
-# A pattern of one to four digits: a box that takes part of a number ("^[0-9]{2}$", "^\d$").
 # A cell of a grid card named in a title: a column letter and a row number ("Posição A3", "E4", "A-3"), or a
 # Korean security card's numbered cell ("12번").
 _GRID_CELL: Final = re.compile(r"(?<![\w])[A-J][-‐ ]?[1-9][0-9]?(?![\w])|[0-9]{1,2}\s*번")
@@ -322,6 +321,7 @@ _GRID_CELL: Final = re.compile(r"(?<![\w])[A-J][-‐ ]?[1-9][0-9]?(?![\w])|[0-9]
 _EXAMPLE: Final = re.compile(r"\s*(?:e\.\s?g\.|eg\b|for example|such as|z\.\s?b\.|zum beispiel|p\.\s?ej\.|ej\."
                              r"|por ejemplo|par ex|exemple|bijv|bv\.|np\.|например|напр\.|例如|例[：:]|예[:：]|예시"
                              r"|जैसे|उदाहरण)", re.IGNORECASE)
+# A pattern of one to four digits: a box that takes part of a number ("^[0-9]{2}$", "^\d$").
 _FEW_DIGITS: Final = re.compile(r"\^?(?:\\d|\[0-9\])(?:\{[1-4]\})?\$?")
 
 

@@ -14,6 +14,8 @@ used to slip a word past a matcher:
   data shipped by `confusable-homoglyphs`;
 - Latin letters that only differ by style: small capitals, turned, reversed and
   script letters, derived from each character's Unicode name;
+- unassigned code points inside the math alphanumerics block (where a letter
+  lives among the letterlike symbols instead), read as the letter of their place;
 - text under a right-to-left override (U+202E) is displayed reversed, so it is
   read reversed;
 - marks that writers often leave out: Thai and Lao tone marks, the voicing marks
@@ -25,12 +27,13 @@ used to slip a word past a matcher:
 a Latin word read as the capital it imitates (Greek "Ν" in "PΙΝ" is "N", though the
 fold, shared by both cases, reads "ν" as "v").
 
-Before any of that, `decode_escapes` undoes the two encodings a form text can
-hide a word in and still look like that word to a user agent that renders it:
-HTML character references (numeric `&#112;`, `&#x50;` and named `&ntilde;`,
-`&shy;`, `&amp;`; the stdlib `html.unescape`) and URL percent-encoding
-(`%70assword`, `%D0%BF...`; `urllib.parse.unquote`, only runs that decode to
-UTF-8). It is applied once to every text the detector reads, not inside
+Before any of that, `decode_escapes` undoes the encodings a form text can hide a
+word in: HTML character references (numeric `&#112;`, `&#x50;` and named
+`&ntilde;`, `&shy;`, `&amp;`; the stdlib `html.unescape`) and URL
+percent-encoding (`%70assword`, `%D0%BF...`; `urllib.parse.unquote`, only runs
+that decode to UTF-8), which a user agent renders as the word; and, as a reader
+told "this is base64" would, backslash escapes (`\\u0050`), base64 and hex runs
+that decode to readable words. It is applied once to every text the detector reads, not inside
 `normalize_text`, because decoding twice is not the same as decoding once.
 
 The fold works one character at a time through a translation table that is
