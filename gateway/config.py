@@ -121,6 +121,10 @@ class LoggingConfig(_Frozen):
     session_salt: str | None = None
     """Key of the session-id hash in log lines; set the same value on every replica so lines of one
     session agree across replicas. Unset: a random key per process."""
+    request_lines: float = Field(default=1.0, ge=0.0, le=1.0)
+    """Share of the `request` lines (one per host request) written for requests whose outcome is `ok`,
+    spread evenly (0.1: every tenth). Any other outcome is always written; elicitation decisions and
+    every other event are never thinned."""
 
 
 class PoolConfig(_Frozen):

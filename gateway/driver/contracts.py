@@ -51,6 +51,8 @@ class DriverSettings:
     protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
     generation: str | None = None
     """A hash of the server's config: sessions stored under another one are not this server's."""
+    request_lines: float = 1.0
+    """`logging.request_lines`: the share of `ok` request lines written."""
 
 
 class OneByOne:

@@ -130,6 +130,7 @@ def create_app(cfg: LoadedConfig) -> web.Application:
         resume_grace=gw.sessions.resume_grace_seconds,
         keepalive=gw.sessions.keepalive_seconds,
         elicitation_timeout=gw.sessions.elicitation_timeout_seconds,
+        request_lines=gw.logging.request_lines,
     )
 
     def build(name: str, server: ServerConfig, policy: ElicitationPolicy, generation: str) -> SessionDriver:
