@@ -505,7 +505,7 @@ class Lexicon:
         self.phrase_heads: Mapping[str, frozenset[int]] = {h: frozenset(n) for h, n in heads.items()}
         self._concept_stems: dict[str, list[str]] = {}
         for key, entries in b.entries.items():
-            if len(key) >= _TYPO2_MIN and _wordlike(key) and any(
+            if len(key) >= _TYPO_MIN and _wordlike(key) and any(
                     e.kind == CONCEPT and e.stem and not e.internal for e in entries):
                 self._concept_stems.setdefault(key[0], []).append(key)
         self._governors_by_first: dict[tuple[str, int], list[str]] = {}
@@ -896,19 +896,26 @@ class Lexicon:
         size = len(word)
         if size >= _GOVERNOR_TYPO_MIN and word not in self._known and _wordlike(word):
             edits = 2 if size >= _TYPO2_MIN else 1
+            best = edits + 1  # the nearest word wins: "diigitos" is "digitos" (one edit), not "digitas" (two)
             for length in range(size - edits, size + edits + 1):
                 for target in self._concepts_by_first.get((word[0], length), ()):
-                    if (edits == 1 or target[-1] == word[-1]) \
-                            and OSA.distance(word, target, score_cutoff=edits) <= edits:
-                        fix = target
-                        break
-                if fix is not None:
-                    break
-            if fix is None:
-                # A stem ("geldautomat*"): the word's beginning misspells it ("geldautomaetn").
+                    if edits == 1 or target[-1] == word[-1]:
+                        distance = OSA.distance(word, target, score_cutoff=best - 1)
+                        if distance < best:
+                            fix, best = target, distance
+            if best > 1:
+                # A stem ("geldautomat*", "dígito*"): the word's beginning misspells it ("geldautomaetn", a letter
+                # more in "diigitos").
                 for target in self._concept_stems.get(word[0], ()):
-                    if len(target) < size and OSA.distance(word[:len(target)], target, score_cutoff=1) <= 1:
-                        fix = target + word[len(target):]
+                    # (A short stem only takes a letter too many: any other edit makes ordinary words of it.)
+                    cuts = (len(target), len(target) + 1, len(target) - 1) if len(target) >= _TYPO2_MIN \
+                        else (len(target) + 1,)
+                    for cut in cuts:
+                        # (Only an ending may follow: a long tail is another word of a compound, "Bankkonto-passwrt".)
+                        if cut < size <= cut + 4 and OSA.distance(word[:cut], target, score_cutoff=1) <= 1:
+                            fix, best = target + word[cut:], 1
+                            break
+                    if best == 1:
                         break
         if len(cache) > 50000:
             cache.clear()
@@ -1167,6 +1174,11 @@ class Lexicon:
             # A word in its other sense is no part of a description ("kata kunci": a keyword, not a key).
             concept_hits = [c for c in concept_hits
                             if not any(bs <= c[0] and c[1] <= be for bs, be, _ in spans[BENIGN])]
+        if concept_hits and len(concept_hits) > 1:
+            # A concept word that is the start of a longer one within one word is part of it: Malay "masukkan"
+            # (type in) holds "masuk" (log in), and "Masukkan poskod" describes no password.
+            concept_hits = [c for c in concept_hits if not any(
+                o[0] == c[0] and o[1] > c[1] and not any(o[0] < b < o[1] for b in bounds) for o in concept_hits)]
         if concept_hits:
             present = {label for _, _, label in concept_hits}
             concepts |= present

@@ -1326,6 +1326,23 @@ HARMLESS_AFTER_BLIND17 = [
     form("પિન કોડ (સરનામા માટે)", p={"type": "string", "title": "પિન કોડ", "pattern": "^[0-9]{6}$"}),
 ]
 
+ASKS_AFTER_BLIND18 = [
+    # An unseal key named in the language itself (drafted for every lexicon language by a helper who saw no
+    # test set): Slovene, Armenian, Bengali, Icelandic.
+    form("Trezor je po posodobitvi zapečaten.", d={"type": "string", "title": "Ključ za odpečatenje"}),
+    form("Պահոցը կնքված է։", k={"type": "string", "title": "Ապակնքման բանալի"}),
+    form("ভল্ট বন্ধ হয়ে গেছে।", k={"type": "string", "title": "আনসিল কী"}),
+    form("Hvelfingin er innsigluð.", k={"type": "string", "title": "Afinnsiglunarlykill"}),
+    # A stem misspelt by a letter too many: "díigitos" is "dígitos", not Portuguese "digitas" (you type).
+    form("Casi listo.", f={"type": "string", "title": "Escribe aquí los seis díigitos que te mandamos por SMS"}),
+]
+HARMLESS_AFTER_BLIND18 = [
+    # One word is not a whole description: Malay "masukkan" (type in) holds "masuk" (log in).
+    form("Sila masukkan poskod penerima.", p={"type": "string", "title": "Poskod"}),
+    # "Primary key" of a table: the drafted "main key" terms that also name it were left out.
+    form("Thiết kế bảng", k={"type": "string", "title": "Cột khóa chính"}),
+]
+
 
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
@@ -1340,14 +1357,15 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (11, ASKS_AFTER_BLIND11), (12, ASKS_AFTER_BLIND12),
                                              (13, ASKS_AFTER_BLIND13), (14, ASKS_AFTER_BLIND14),
                                              (15, ASKS_AFTER_BLIND15), (16, ASKS_AFTER_BLIND16),
-                                             (17, ASKS_AFTER_BLIND17)) for p in ps]
+                                             (17, ASKS_AFTER_BLIND17), (18, ASKS_AFTER_BLIND18)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
                                                  (10, HARMLESS_AFTER_BLIND10), (11, HARMLESS_AFTER_BLIND11),
                                                  (12, HARMLESS_AFTER_BLIND12), (13, HARMLESS_AFTER_BLIND13),
                                                  (14, HARMLESS_AFTER_BLIND14), (15, HARMLESS_AFTER_BLIND15),
-                                                 (16, HARMLESS_AFTER_BLIND16), (17, HARMLESS_AFTER_BLIND17)) for p in ps]
+                                                 (16, HARMLESS_AFTER_BLIND16), (17, HARMLESS_AFTER_BLIND17),
+                                                 (18, HARMLESS_AFTER_BLIND18)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
