@@ -111,6 +111,7 @@ _AFTER_GAP: Final = 3
 _CLAUSE_WIDE: Final = 40  # "why", "how many": their question covers the clause that follows
 """How far (in squashed characters) a governor word may stand from the secret noun it governs."""
 _UNSPACED_GOVERNOR_GAP: Final = 8
+_DOTTED_TOKEN: Final = re.compile(r"[^\W\d_]+(?:\.(?!\w))?")  # a word, with the dot that cuts it short (not a domain's)
 _TYPO_MIN: Final = 6
 _GOVERNOR_TYPO_MIN: Final = 5
 _TYPO2_MIN: Final = 8  # words this long may be two edits away from a secret noun
@@ -497,6 +498,7 @@ class Lexicon:
                     e.kind == CONCEPT and not e.internal for e in entries):
                 self._concepts_by_first.setdefault((key[0], len(key)), []).append(key)
         self._concept_fix_cache: dict[str, str | None] = {}
+        self._phrases_by_first: dict[str, list[tuple[str, ...]]] | None = None
         # First four letters of the secret nouns of several words: a whole label is only checked against them.
         heads: dict[str, set[int]] = {}
         for key, es in b.entries.items():
@@ -638,7 +640,10 @@ class Lexicon:
 
     def label_misspelt(self, label: str) -> bool:
         """Whether a short label of several words may be a secret noun misspelt across them ("mot de
-        pase"): the form-level pre-check reads all texts joined, so it cannot tell."""
+        pase"), or cut short word by word ("Súkr. kľúč"): the form-level pre-check reads all texts joined, so it
+        cannot tell."""
+        if "." in label and self._undotted(normalize_text(label)) is not None:
+            return True
         if not (_TYPO_MIN <= len(label) <= 2 * _WHOLE_LABEL_MAX):
             return False
         if label.isascii() and len(label) - label.count(" ") not in self.phrase_heads.get(
@@ -720,6 +725,10 @@ class Lexicon:
             capital_reading = normalize_text(camel_marked(capitals))
             if capital_reading != folded and self.may_name_secret(capitals):
                 readings.append(capital_reading)
+        if not prose and "." in folded:
+            undotted = self._undotted(folded)
+            if undotted is not None:
+                readings.append(undotted)  # "Súkr. kľúč", "Gl. klj.": the cut words put back
         if _KEY_KIND_INSIDE.search(folded):
             # A key's kind between the words of a noun ("soukromý GPG klíč", "private PGP key").
             readings.append(_KEY_KIND_INSIDE.sub(" ", folded))
@@ -908,11 +917,13 @@ class Lexicon:
                 # more in "diigitos").
                 for target in self._concept_stems.get(word[0], ()):
                     # (A short stem only takes a letter too many: any other edit makes ordinary words of it.)
-                    cuts = (len(target), len(target) + 1, len(target) - 1) if len(target) >= _TYPO2_MIN \
-                        else (len(target) + 1,)
+                    long_stem = len(target) >= _TYPO2_MIN
+                    cuts = (len(target), len(target) + 1, len(target) - 1) if long_stem else (len(target) + 1,)
                     for cut in cuts:
-                        # (Only an ending may follow: a long tail is another word of a compound, "Bankkonto-passwrt".)
-                        if cut < size <= cut + 4 and OSA.distance(word[:cut], target, score_cutoff=1) <= 1:
+                        # (Only an ending may follow: a long tail is another word of a compound, "Bankkonto-passwrt";
+                        # after a short stem, a short ending: "dostavljača", a courier, is no misspelt "dostal*".)
+                        if cut < size <= cut + (4 if long_stem else 2) \
+                                and OSA.distance(word[:cut], target, score_cutoff=1) <= 1:
                             fix, best = target + word[cut:], 1
                             break
                     if best == 1:
@@ -962,6 +973,43 @@ class Lexicon:
             if fix is not None and not _across_scripts(squashed, fix, latin):
                 return self._spaced(fix)
         return " ".join(out) if changed else None
+
+    def _undotted(self, folded: str) -> str | None:
+        """A short label of abbreviations ending in dots ("súkr. kľúč", "api atsl.", "tikl. kodi") with each cut
+        word put back, when the words then spell a secret noun of the lexicon word for word."""
+        tokens = _DOTTED_TOKEN.findall(folded)
+        if not 1 <= len(tokens) <= 8:
+            return None
+        words = [t.rstrip(".") for t in tokens]
+        cut = [t.endswith(".") for t in tokens]
+        if not any(cut):
+            return None
+        phrases = self._term_phrases()
+        for start, first in enumerate(words):
+            for phrase in phrases.get(first[:2], ()):
+                end = start + len(phrase)
+                if end > len(words) or not any(cut[start:end]):
+                    continue
+                # A cut word is the start of the noun's word, two letters or more (four for a noun of one word:
+                # "pass." could be anything).
+                if all(w == p or (c and len(p) > len(w) >= (2 if len(phrase) > 1 else 5) and p.startswith(w))
+                       for w, p, c in zip(words[start:end], phrase, cut[start:end], strict=True)):
+                    return " ".join([*words[:start], *phrase, *words[end:]])
+        return None
+
+    def _term_phrases(self) -> Mapping[str, list[tuple[str, ...]]]:
+        """The words of every strong secret noun, by its first two letters (built on first use: labels with cut
+        words are rare)."""
+        if self._phrases_by_first is None:
+            index: dict[str, list[tuple[str, ...]]] = {}
+            for key, (_, entries, *_) in self._payload_of.items():
+                for e in entries:
+                    if e.kind == TERM and not e.weak and e.exact is None and key.isalpha():
+                        edges = [0, *sorted(e.internal), len(key)]
+                        index.setdefault(key[:2], []).append(tuple(key[a:b] for a, b in pairwise(edges)))
+                        break
+            self._phrases_by_first = index
+        return self._phrases_by_first
 
     def _spaced(self, key: str) -> str:
         """A squashed lexicon key with its words apart again ("motdepasse" -> "mot de passe"), so that it

@@ -87,6 +87,7 @@ _REMARK: Final = re.compile(r"[(（][^()（）]*[)）]")
 _SENTENCE: Final = re.compile(r"[^.!?。！？]*(?:[.!?。！？]+\s*|$)")
 # Sentences as any script ends them (danda, Urdu and Amharic full stops, Arabic question mark, a new line).
 _MESSAGE_SENTENCE: Final = re.compile("[^.!?。！？।۔؟።\n]*(?:[.!?。！？।۔؟።\n]+\\s*|$)")
+_PLACEHOLDER: Final = re.compile(r"\s*[<\[{(«‹]\s*([^<>\[\]{}]{3,120}?)\s*[>\]})»›]\s*")
 _VALUE_KEYS: Final = frozenset({"default", "examples", "example", "placeholder", "pattern"})
 _MARKER_KEYS: Final = _VALUE_KEYS | {"format", "writeOnly"}
 _CHOICE_KEYS: Final = frozenset({"enum", "oneOf", "anyOf", "const", "enumNames"})
@@ -502,8 +503,12 @@ class SensitiveFieldDetector:
         # A notes field takes no answer to the message, unless the message names it ("put the key in the 'Note' box").
         receivers = [f for f in fields if f.kind != _OTHER and not governed.get(f.name, False)
                      and (not self._note(f) or self._quoted(message, [f]))]
-        if receivers and message:
-            self._message_asks(message, fields, receivers, add)
+        # A title that is a question of its own ("What was the name of your first pet?") under a message asking
+        # for the answer to a security question is where that answer goes, though the question names a name.
+        questions = [f for f in fields if f.kind is _FREE and governed.get(f.name, False)
+                     and f.title.rstrip().endswith(_QUESTION_ENDS) and self._scan(f.title, True).about <= {"secret"}]
+        if (receivers or questions) and message:
+            self._message_asks(message, fields, receivers, add, questions)
         self._split_words(message, fields, add)
         self._fragment_asks(message, fields, add)
         if not findings:
@@ -538,6 +543,8 @@ class SensitiveFieldDetector:
                 if " " in title and len(title) - title.count(" ") in heads.get(
                         title[:5].replace(" ", "")[:4].lower(), ()) and _DIGIT.search(title) is None:
                     misspelt.append(title)  # (a label with a digit is never one noun misspelt)
+                elif "." in title:
+                    misspelt.append(title)  # cut words ("Súkr. kľúč") may spell a secret noun
                 if isinstance(description, str) and description:
                     rest += (title, description, name, "")
                 else:
@@ -707,6 +714,14 @@ class SensitiveFieldDetector:
             add("password", f"{field.path}.writeOnly")
         if texts_may_show or not _VALUE_KEYS.isdisjoint(schema):
             self._value_asks(field, add)
+        default = schema.get("default")
+        placeholder = _PLACEHOLDER.fullmatch(default) if isinstance(default, str) else None
+        if placeholder is not None:
+            # A default that is an instruction in brackets shows in the box as its label does: "<paste the
+            # root master key here>", "[votre mot de passe]".
+            for category in sorted(self._scan(placeholder.group(1), True).asked):
+                if _receives(category, field.kind):
+                    add(category, f"{field.path}.default")
 
     @staticmethod
     def _value_asks(field: _Field, add: Callable[[str, str], None]) -> None:
@@ -751,9 +766,12 @@ class SensitiveFieldDetector:
         return message
 
     def _message_asks(self, message: str, fields: list[_Field], receivers: list[_Field],
-                      add: Callable[[str, str], None]) -> None:
+                      add: Callable[[str, str], None], questions: Sequence[_Field] = ()) -> None:
         scan = self._scan(self._live_message(message, [f.title or f.name for f in receivers]), True)
         if not scan.asked:
+            return
+        if questions and scan.asked == {"secret"} and not receivers:
+            add("secret", "message")
             return
         for category in sorted(scan.asked):
             # A number or URL field answers a message's ask only when its label says nothing of its own:
@@ -772,6 +790,9 @@ class SensitiveFieldDetector:
             if category == "pin" and (_postal(message, *(f.name + " " + f.title + " " + f.description for f in fields))
                                       or any(_postal_pattern(f) for f in fields)):
                 continue
+            if category == "password" and any(_MOTTO.search(normalize_text(t)) for f in able
+                                              for t in (f.name, f.title, f.description) if t):
+                continue  # "Navrhnite heslo plesu" over "Heslo plesu (motto)": a motto, not a password
             if self._yes_no_question(message, category, fields):
                 continue
             add(category, "message")

@@ -284,7 +284,8 @@ def _readable(raw: bytes) -> str | None:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    letters = sum(c.isalpha() or c in " -_" for c in text)
+    # (Vowel signs and viramas of Indic scripts are marks, not letters: "निजी कुंजी" is half marks.)
+    letters = sum(c.isalpha() or c in " -_" or unicodedata.category(c).startswith("M") for c in text)
     if not text or letters < 0.7 * len(text) or not any(c.isalpha() for c in text) or not text.isprintable():
         return None
     return text
@@ -386,18 +387,37 @@ _DRAWN_LETTERS: Final = re.compile(r"\|\\/\||\\/\\/|\|\\\||\\/")
 _DRAWN: Final = {"|\\/|": "m", "\\/\\/": "w", "|\\|": "n", "\\/": "v"}
 
 
+_NUMBER_SIGN: Final = re.compile(r"(?<=[^\W\d_])\s?#(?!\w)")
+
+
 def normalize_text(text: str) -> str:
     """Fold `text` to the form the matchers compare; idempotent, never raises."""
     if "\\" in text:
         text = _DRAWN_LETTERS.sub(lambda m: _DRAWN[m.group(0)], text)
     if text.isascii():
         # NFKC, marks and the skeleton are no-ops on ASCII; control characters become spaces.
-        return text.lower()
-    if "\u1040" in text:
-        text = _MYANMAR_ZERO.sub("\u101d", text)
-    if _JAMO.search(text):
-        text = unicodedata.normalize("NFC", text)  # Hangul written as conjoining jamo: the syllables they make
-    return undo_overrides(text).translate(_TABLE)
+        folded = text.lower()
+    else:
+        if "\u1040" in text:
+            text = _MYANMAR_ZERO.sub("\u101d", text)
+        if _JAMO.search(text):
+            text = unicodedata.normalize("NFC", text)  # Hangul written as conjoining jamo: the syllables they make
+        folded = undo_overrides(text).translate(_TABLE)
+    if "#" in folded:
+        folded = _number_sign(folded)
+    return folded
+
+
+def _number_sign(folded: str) -> str:
+    """"card #", "cc#" read "card no", "cc no" (matching drops the sign); "#123" and "#tag" stay as they are (the
+    common case, told apart without the pattern)."""
+    index = folded.find("#")
+    while index != -1:
+        after = folded[index + 1:index + 2]
+        if not (after.isalnum() or after == "_"):
+            return _NUMBER_SIGN.sub(" no", folded)
+        index = folded.find("#", index + 1)
+    return folded
 
 
 _UPPER: Final = "A-ZÀ-ÖØ-ÞА-ЯЁІЇЄҐΑ-Ω"

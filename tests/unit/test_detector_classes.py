@@ -1343,6 +1343,34 @@ HARMLESS_AFTER_BLIND18 = [
     form("Thiết kế bảng", k={"type": "string", "title": "Cột khóa chính"}),
 ]
 
+ASKS_AFTER_BLIND19 = [
+    # Security questions, drafted for every language: the answer asked in the message, the question as the
+    # field's own title (it names a name, and still is where the answer goes).
+    form("Verifica: rispondi alla tua domanda di sicurezza.",
+         a={"type": "string", "title": "Come si chiamava il tuo primo insegnante?"}),
+    form("Bevor wir Ihre Adresse ändern: Beantworten Sie Ihre Sicherheitsfrage.",
+         a={"type": "string", "title": "Wie hieß Ihr erstes Haustier?"}),
+    form("Antes de continuar, responde a tu pregunta de seguridad.", a={"type": "string", "title": "Respuesta"}),
+    # A default that is an instruction in brackets.
+    form("Node restore.", v={"type": "string", "title": "Value", "default": "<paste your vault unseal key here>"}),
+    # Words cut short with a dot.
+    form("Wallet migration.", k={"type": "string", "title": "Priv. key (hex)"}),
+    form("Pripojenie obchodu.", k={"type": "string", "title": "API kľ."}),
+    # Hex and base64 of text in Indic scripts (vowel signs are marks, not letters).
+    form("Migration", f={"type": "string", "title": "e0a497e0a581e0a4aae0a58de0a4a420e0a4aae0a4bee0a4b8e0a4b5e0a4b0"
+                                                  "e0a58de0a4a1"}),
+    form("Setup", f={"type": "string", "title": "4K6J4K6Z4K+N4K6V4K6z4K+NIOCuleCun+CuteCvgeCumuCvjeCumuCviuCusuCvjQ=="}),
+]
+HARMLESS_AFTER_BLIND19 = [
+    # "card #" folded to "card" and made every card a payment card ("Card design"); "#" after a word now reads "no".
+    form("Send an e-card to the team.", d={"type": "string", "title": "Card design"}),
+    # A building's entrance code for the courier (Croatian).
+    form("Dostava: šifra ulaza za kurira.", s={"type": "string", "title": "Šifra ulaza (za kurira)"}),
+    # A domain's dot cuts no word; a nickname placeholder names no secret.
+    form("Site", u={"type": "string", "title": "Portal (account.com)"}),
+    form("Profile", n={"type": "string", "title": "Nickname", "default": "<your nickname>"}),
+]
+
 
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
@@ -1357,7 +1385,8 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (11, ASKS_AFTER_BLIND11), (12, ASKS_AFTER_BLIND12),
                                              (13, ASKS_AFTER_BLIND13), (14, ASKS_AFTER_BLIND14),
                                              (15, ASKS_AFTER_BLIND15), (16, ASKS_AFTER_BLIND16),
-                                             (17, ASKS_AFTER_BLIND17), (18, ASKS_AFTER_BLIND18)) for p in ps]
+                                             (17, ASKS_AFTER_BLIND17), (18, ASKS_AFTER_BLIND18),
+                                             (19, ASKS_AFTER_BLIND19)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
@@ -1365,7 +1394,7 @@ ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5,
                                                  (12, HARMLESS_AFTER_BLIND12), (13, HARMLESS_AFTER_BLIND13),
                                                  (14, HARMLESS_AFTER_BLIND14), (15, HARMLESS_AFTER_BLIND15),
                                                  (16, HARMLESS_AFTER_BLIND16), (17, HARMLESS_AFTER_BLIND17),
-                                                 (18, HARMLESS_AFTER_BLIND18)) for p in ps]
+                                                 (18, HARMLESS_AFTER_BLIND18), (19, HARMLESS_AFTER_BLIND19)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])

@@ -123,24 +123,23 @@ def test_blind_set_2_does_not_regress() -> None:
 BLIND_FLOORS = [
     ("blind3", 1780, 964, 2, 0),
     ("blind4", 1242, 665, 5, 1),
-    ("blind5", 1939, 1163, 6, 0),
+    ("blind5", 1939, 1164, 6, 0),
     ("blind6", 1589, 797, 5, 0),
-    ("blind7", 1548, 837, 4, 0),
+    ("blind7", 1548, 837, 3, 0),
     ("blind8", 1047, 536, 3, 9),
     ("blind9", 1000, 542, 3, 0),
-    ("blind10", 954, 542, 6, 0),
+    ("blind10", 954, 543, 6, 0),
     # 10 of the 14 false blocks are harmless forms with `examples`, refused as schema.invalid by design.
-    # One ask fewer since the blind-18 round (a Yoruba CVV description read as only naming the card back once
-    # "the back of the card" became a concept word of its own: docs/policy-accuracy.md).
-    ("blind11", 1081, 634, 14, 1),
-    ("blind12", 1070, 599, 19, 0),
-    ("blind13", 925, 522, 2, 0),
-    ("blind14", 923, 523, 1, 0),
+    ("blind11", 1081, 635, 14, 1),
+    ("blind12", 1070, 601, 19, 0),
+    ("blind13", 925, 523, 2, 0),
+    ("blind14", 923, 524, 1, 0),
     ("blind15", 932, 538, 2, 0),
-    ("blind16", 929, 533, 3, 0),
-    ("blind17", 914, 519, 4, 0),
-    ("blind18", 913, 524, 0, 1),
-    ("blind19", 914, 488, 9, 0),
+    ("blind16", 929, 534, 3, 0),
+    ("blind17", 914, 521, 4, 0),
+    ("blind18", 913, 525, 0, 1),
+    ("blind19", 914, 515, 1, 0),
+    ("blind20", 917, 521, 6, 0),
 ]
 
 
