@@ -231,6 +231,11 @@ _PIN_WORD: Final = _Words(("pin", "pincode", "पिन", "পিন", "પિ�
                                   "ପିନ୍", "පින්", "پن", "پِن", "بن", "пин", "πιν", "ピン", "핀"))
 # "Heslo", "jelszó", "hasło", "Parole" also mean a motto or slogan: a field that says so asks for one.
 _MOTTO: Final = _Words(_load_common().get("password_motto_context", ()))
+# A building's entrance code given for a courier ("Šifra ulaza (za kurira)", "Apartman kapı şifresi (kurye
+# için)"): a door word in the field's own texts and a courier word in the form. Never a one-time code.
+_DOOR: Final = _Words(_load_common().get("door_context", ()))
+_COURIER: Final = _Words(_load_common().get("courier_context", ()))
+_DOOR_CATEGORIES: Final = frozenset({"password", "pin", "secret"})
 # Words that are the password only on a sign-in form (Turkish and Romanian "Parola", Spanish "Clave",
 # "Pass"): elsewhere they mean a word, a key, a pass. A sign-in form names signing in or asks who you are.
 _SIGN_IN_ONLY: Final = frozenset(normalize_text(w) for w in _load_common().get("password_in_sign_in", ()))
@@ -339,6 +344,12 @@ def _digit_parts(fields: list[_Field], category: str) -> bool:
     return category in NUMERIC_CATEGORIES and all(
         (isinstance(p := f.schema.get("pattern"), str) and _FEW_DIGITS.fullmatch(p) is not None)
         or _GRID_CELL.search(f.title) is not None for f in fields)
+
+
+def _for_courier(field: _Field, message: str) -> bool:
+    """Whether the field asks for a building's door or entrance code for a courier."""
+    own = normalize_text(" ".join((field.name, field.title, field.description)))
+    return _DOOR.search(own) and _COURIER.search(own + " " + normalize_text(message))
 
 
 def _pin_word(text: str) -> bool:
@@ -702,6 +713,8 @@ class SensitiveFieldDetector:
                     # Only the word "PIN" itself can be postal: a title saying "secret number" never is.
                     if postal and _pin_word(source):
                         continue
+                if category in _DOOR_CATEGORIES and _for_courier(field, message):
+                    continue
                 add(category, path + suffix)
         return False
 
@@ -781,8 +794,9 @@ class SensitiveFieldDetector:
                     and (f.kind is _FREE or self._generic(f))]
             # The message points at the one field that can take the answer, or at a field whose label
             # says nothing of its own ("Value", "Type it here").
-            if able and len(able) == 1 and not self._generic(able[0]) and self._claimed(message, able[0], category):
-                continue
+            if able and len(able) == 1 and not self._generic(able[0]) and self._claimed(message, able[0], category) \
+                    and not (category == "secret" and able[0].title.rstrip().endswith(_QUESTION_ENDS)):
+                continue  # (a question as the title is the security question asked, whatever words it shares)
             if not able or (len(able) > 1 and not any(self._generic(f) for f in able)
                             and not self._quoted(message, able) and not _digit_parts(able, category)
                             and not self._echoed(message, able, category)):
@@ -793,6 +807,8 @@ class SensitiveFieldDetector:
             if category == "password" and any(_MOTTO.search(normalize_text(t)) for f in able
                                               for t in (f.name, f.title, f.description) if t):
                 continue  # "Navrhnite heslo plesu" over "Heslo plesu (motto)": a motto, not a password
+            if category in _DOOR_CATEGORIES and all(_for_courier(f, message) for f in able):
+                continue
             if self._yes_no_question(message, category, fields):
                 continue
             add(category, "message")

@@ -1371,6 +1371,28 @@ HARMLESS_AFTER_BLIND19 = [
     form("Profile", n={"type": "string", "title": "Nickname", "default": "<your nickname>"}),
 ]
 
+ASKS_AFTER_BLIND20 = [
+    # A question as the title is the security question asked, though it shares a word ("tuo") with another
+    # sentence of the message.
+    form("Il tuo conto è bloccato. Rispondi alla domanda di sicurezza.",
+         a={"type": "string", "title": "Qual era la marca della tua prima auto?"}),
+    # "SMSed" is a text message sent; the Afrikaans cash machine is an "OTM"; Arabic plural "أكواد".
+    form("Your bank SMSed you a code. Enter it here.", c={"type": "string", "title": "Code", "pattern": "^[0-9]{6}$"}),
+    form("Tik die vier syfers wat jy by die OTM gebruik.", w={"type": "string", "title": "Waarde",
+                                                               "pattern": "^[0-9]{4}$"}),
+    form("استعادة الحساب", c={"type": "string", "title": "أكواد الاسترداد"}),
+    # A door word alone does not make a bank password a door code.
+    form("Bir şifre: kapı kodu değil, banka şifreniz.", p={"type": "string", "title": "İnternet bankacılığı şifresi"}),
+]
+HARMLESS_AFTER_BLIND20 = [
+    # A building's door code for the courier (Turkish); a public SSH key with its kind inside (Croatian);
+    # Azerbaijani keywords ("açar söz" is a password in Turkmen); the tool ssh-keygen.
+    form("Kurye geliyor.", k={"type": "string", "title": "Bina kapı şifresi (kurye için)"}),
+    form("Pošaljite javni SSH ključ za pristup.", k={"type": "string", "title": "Javni SSH ključ"}),
+    form("Blog", k={"type": "string", "title": "Açar sözlər"}),
+    form("Upload", f={"type": "string", "title": "Fingerprint", "description": "as printed by ssh-keygen -lf"}),
+]
+
 
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
@@ -1386,7 +1408,7 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (13, ASKS_AFTER_BLIND13), (14, ASKS_AFTER_BLIND14),
                                              (15, ASKS_AFTER_BLIND15), (16, ASKS_AFTER_BLIND16),
                                              (17, ASKS_AFTER_BLIND17), (18, ASKS_AFTER_BLIND18),
-                                             (19, ASKS_AFTER_BLIND19)) for p in ps]
+                                             (19, ASKS_AFTER_BLIND19), (20, ASKS_AFTER_BLIND20)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
@@ -1394,7 +1416,8 @@ ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5,
                                                  (12, HARMLESS_AFTER_BLIND12), (13, HARMLESS_AFTER_BLIND13),
                                                  (14, HARMLESS_AFTER_BLIND14), (15, HARMLESS_AFTER_BLIND15),
                                                  (16, HARMLESS_AFTER_BLIND16), (17, HARMLESS_AFTER_BLIND17),
-                                                 (18, HARMLESS_AFTER_BLIND18), (19, HARMLESS_AFTER_BLIND19)) for p in ps]
+                                                 (18, HARMLESS_AFTER_BLIND18), (19, HARMLESS_AFTER_BLIND19),
+                                                 (20, HARMLESS_AFTER_BLIND20)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
