@@ -580,7 +580,8 @@ def load_figure(t: Target, tool: str, conc: int, key: str) -> float | None:
     runs = t.loads.get((tool, conc), [])
     if key == "rps":
         return med([r["requests"] / r["seconds"] for r in runs])
-    return med([r[key] for r in runs])
+    # A run that completed no request (every one timed out) has no latency: wrk's figures there describe nothing.
+    return med([r[key] for r in runs if r["requests"] > 0])
 
 
 def figures(t: Target, direct: Target | None, info: RunInfo) -> dict[str, float | None]:

@@ -46,6 +46,16 @@ def test_wrk_output_is_read_with_units_and_errors() -> None:
     assert figures == {"requests": 25685.0, "errors": 10.0, "seconds": 1.1, "p50_ms": 0.069, "p99_ms": 1.36}
 
 
+def test_a_load_run_that_completed_nothing_gives_no_latency() -> None:
+    # FastMCP's proxy once timed out every request of a 1 s run at c=32: wrk still printed latencies, and the
+    # table showed a negative added p99. Such a run counts 0 req/s and no latency.
+    runner = load_runner()
+    target = runner.Target("fastmcp")
+    target.loads[("echo", 32)] = [{"requests": 0.0, "errors": 32.0, "seconds": 1.0, "p50_ms": 0.1, "p99_ms": 0.2}]
+    assert runner.load_figure(target, "echo", 32, "rps") == 0.0
+    assert runner.load_figure(target, "echo", 32, "p99_ms") is None
+
+
 def test_the_side_by_side_table_prints_with_a_tiny_sample() -> None:
     targets = "direct,forwarder,gateway-memory,fastmcp"
     out = subprocess.run([sys.executable, str(RUN), "--smoke", "--load", "aiohttp", "--targets", targets],
