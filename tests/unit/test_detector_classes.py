@@ -1383,6 +1383,11 @@ ASKS_AFTER_BLIND20 = [
     form("استعادة الحساب", c={"type": "string", "title": "أكواد الاسترداد"}),
     # A door word alone does not make a bank password a door code.
     form("Bir şifre: kapı kodu değil, banka şifreniz.", p={"type": "string", "title": "İnternet bankacılığı şifresi"}),
+    # Described: the question picked at sign-up, answered; the code on the back of the card.
+    form("New phone. Answer the question you picked when you signed up.", a={"type": "string", "title": "Your answer"}),
+    form("Nuevo dispositivo: responde a la pregunta que elegiste al registrarte.",
+         a={"type": "string", "title": "Respuesta"}),
+    form("Payment pending.", c={"type": "string", "title": "Code on the back of the card", "pattern": "^[0-9]{3}$"}),
 ]
 HARMLESS_AFTER_BLIND20 = [
     # A building's door code for the courier (Turkish); a public SSH key with its kind inside (Croatian);
@@ -1391,6 +1396,8 @@ HARMLESS_AFTER_BLIND20 = [
     form("Pošaljite javni SSH ključ za pristup.", k={"type": "string", "title": "Javni SSH ključ"}),
     form("Blog", k={"type": "string", "title": "Açar sözlər"}),
     form("Upload", f={"type": "string", "title": "Fingerprint", "description": "as printed by ssh-keygen -lf"}),
+    # A quiz question the user chose, answered: no sign-up, no secret.
+    form("Quiz time! Answer the question you chose from the list.", a={"type": "string", "title": "Your answer"}),
 ]
 
 
