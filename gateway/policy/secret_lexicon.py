@@ -62,6 +62,7 @@ FAMILY_CATEGORY: Final[Mapping[str, str]] = {
     "refresh_token": "token", "token": "token", "private_key": "private_key", "ssh_key": "private_key",
     "recovery_code": "recovery_code", "seed_phrase": "seed_phrase", "card_number": "payment_card",
     "cvv": "cvv", "national_id": "national_id", "vault_key": "vault_key", "secret_generic": "secret",
+    "security_answer": "security_answer",
 }
 DESCRIBED: Final = "described_secret"
 """Category of an ask made by description ("the code we texted you")."""

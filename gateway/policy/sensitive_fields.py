@@ -236,6 +236,8 @@ _MOTTO: Final = _Words(_load_common().get("password_motto_context", ()))
 _DOOR: Final = _Words(_load_common().get("door_context", ()))
 _COURIER: Final = _Words(_load_common().get("courier_context", ()))
 _DOOR_CATEGORIES: Final = frozenset({"password", "pin", "secret"})
+# What a security question's own title may speak of ("What is your mother's maiden name?").
+_KNOWLEDGE: Final = frozenset({"secret", "security_answer"})
 # Words that are the password only on a sign-in form (Turkish and Romanian "Parola", Spanish "Clave",
 # "Pass"): elsewhere they mean a word, a key, a pass. A sign-in form names signing in or asks who you are.
 _SIGN_IN_ONLY: Final = frozenset(normalize_text(w) for w in _load_common().get("password_in_sign_in", ()))
@@ -517,7 +519,7 @@ class SensitiveFieldDetector:
         # A title that is a question of its own ("What was the name of your first pet?") under a message asking
         # for the answer to a security question is where that answer goes, though the question names a name.
         questions = [f for f in fields if f.kind is _FREE and governed.get(f.name, False)
-                     and f.title.rstrip().endswith(_QUESTION_ENDS) and self._scan(f.title, True).about <= {"secret"}]
+                     and f.title.rstrip().endswith(_QUESTION_ENDS) and self._scan(f.title, True).about <= _KNOWLEDGE]
         if (receivers or questions) and message:
             self._message_asks(message, fields, receivers, add, questions)
         self._split_words(message, fields, add)
@@ -783,19 +785,22 @@ class SensitiveFieldDetector:
         scan = self._scan(self._live_message(message, [f.title or f.name for f in receivers]), True)
         if not scan.asked:
             return
-        if questions and scan.asked == {"secret"} and not receivers:
-            add("secret", "message")
+        if questions and "security_answer" in scan.asked and scan.asked <= _KNOWLEDGE and not receivers:
+            add("security_answer", "message")
             return
         for category in sorted(scan.asked):
             # A number or URL field answers a message's ask only when its label says nothing of its own:
             # "Annual income", "Copies", "Limit" are amounts and "Callback URL" a place, whatever the message
             # names (a token in a URL is read from the field's own texts and values).
-            able = [f for f in receivers if _receives(category, f.kind) and not self._identity(f)
+            # (A security question as the title names a name and still takes the answer.)
+            able = [f for f in receivers if _receives(category, f.kind)
+                    and (not self._identity(f) or (category == "security_answer"
+                                                   and f.title.rstrip().endswith(_QUESTION_ENDS)))
                     and (f.kind is _FREE or self._generic(f))]
             # The message points at the one field that can take the answer, or at a field whose label
             # says nothing of its own ("Value", "Type it here").
             if able and len(able) == 1 and not self._generic(able[0]) and self._claimed(message, able[0], category) \
-                    and not (category == "secret" and able[0].title.rstrip().endswith(_QUESTION_ENDS)):
+                    and not (category == "security_answer" and able[0].title.rstrip().endswith(_QUESTION_ENDS)):
                 continue  # (a question as the title is the security question asked, whatever words it shares)
             if not able or (len(able) > 1 and not any(self._generic(f) for f in able)
                             and not self._quoted(message, able) and not _digit_parts(able, category)

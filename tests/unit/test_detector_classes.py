@@ -1388,6 +1388,8 @@ ASKS_AFTER_BLIND20 = [
     form("Nuevo dispositivo: responde a la pregunta que elegiste al registrarte.",
          a={"type": "string", "title": "Respuesta"}),
     form("Payment pending.", c={"type": "string", "title": "Code on the back of the card", "pattern": "^[0-9]{3}$"}),
+    # A security question that names a name is still where the answer goes.
+    form("Verify: answer your security question.", o={"type": "string", "title": "What was your first pet's name?"}),
 ]
 HARMLESS_AFTER_BLIND20 = [
     # A building's door code for the courier (Turkish); a public SSH key with its kind inside (Croatian);
@@ -1398,6 +1400,8 @@ HARMLESS_AFTER_BLIND20 = [
     form("Upload", f={"type": "string", "title": "Fingerprint", "description": "as printed by ssh-keygen -lf"}),
     # A quiz question the user chose, answered: no sign-up, no secret.
     form("Quiz time! Answer the question you chose from the list.", a={"type": "string", "title": "Your answer"}),
+    # Only a security answer goes to a question title: "credentials" named in a heading ask nothing there.
+    form("Inventory of production credentials", o={"type": "string", "title": "What is the owner's name?"}),
 ]
 
 
