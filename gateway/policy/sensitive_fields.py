@@ -88,6 +88,8 @@ _SENTENCE: Final = re.compile(r"[^.!?。！？]*(?:[.!?。！？]+\s*|$)")
 # Sentences as any script ends them (danda, Urdu and Amharic full stops, Arabic question mark, a new line).
 _MESSAGE_SENTENCE: Final = re.compile("[^.!?。！？।۔؟።\n]*(?:[.!?。！？।۔؟።\n]+\\s*|$)")
 _PLACEHOLDER: Final = re.compile(r"\s*[<\[{(«‹]\s*([^<>\[\]{}]{3,120}?)\s*[>\]})»›]\s*")
+# A numbered list of words to fill in ("word1 word2 … word12", "palavra1 palavra2 …").
+_WORD_TEMPLATE: Final = re.compile(r"(?<![^\W\d_])([^\W\d_]{3,12})\s?0?1\b(?:[\s,;…]+\1\s?\d{1,2}\b){2,}")
 _VALUE_KEYS: Final = frozenset({"default", "examples", "example", "placeholder", "pattern"})
 _MARKER_KEYS: Final = _VALUE_KEYS | {"format", "writeOnly"}
 _CHOICE_KEYS: Final = frozenset({"enum", "oneOf", "anyOf", "const", "enumNames"})
@@ -516,12 +518,14 @@ class SensitiveFieldDetector:
         # A notes field takes no answer to the message, unless the message names it ("put the key in the 'Note' box").
         receivers = [f for f in fields if f.kind != _OTHER and not governed.get(f.name, False)
                      and (not self._note(f) or self._quoted(message, [f]))]
-        # A title that is a question of its own ("What was the name of your first pet?") under a message asking
-        # for the answer to a security question is where that answer goes, though the question names a name.
-        questions = [f for f in fields if f.kind is _FREE and governed.get(f.name, False)
-                     and f.title.rstrip().endswith(_QUESTION_ENDS) and self._scan(f.title, True).about <= _KNOWLEDGE]
+        # A title that is a security question of its own ("What was the name of your first pet?", "Name of your
+        # first teacher") under a message asking for the answer to one is where that answer goes, though the
+        # question names a name.
+        questions = [f for f in fields if f.kind is _FREE and governed.get(f.name, False) and f.title
+                     and self._scan(f.title, True).about <= _KNOWLEDGE]
         if (receivers or questions) and message:
             self._message_asks(message, fields, receivers, add, questions)
+        self._chosen_question(fields, receivers, add)
         self._split_words(message, fields, add)
         self._fragment_asks(message, fields, add)
         if not findings:
@@ -730,11 +734,20 @@ class SensitiveFieldDetector:
         if texts_may_show or not _VALUE_KEYS.isdisjoint(schema):
             self._value_asks(field, add)
         default = schema.get("default")
-        placeholder = _PLACEHOLDER.fullmatch(default) if isinstance(default, str) else None
-        if placeholder is not None:
-            # A default that is an instruction in brackets shows in the box as its label does: "<paste the
-            # root master key here>", "[votre mot de passe]".
-            for category in sorted(self._scan(placeholder.group(1), True).asked):
+        if not isinstance(default, str):
+            return
+        if _WORD_TEMPLATE.search(default):
+            add("seed_phrase", f"{field.path}.default")  # "word1 word2 … word12": the words to fill in
+            return
+        placeholder = _PLACEHOLDER.fullmatch(default)
+        # A default that is an instruction shows in the box as its label does: in brackets ("<paste the root
+        # master key here>"), or a sentence under a bare "Code" ("Write the confirmation code from the SMS here";
+        # a notice under "Information" only informs).
+        bare = not field.title or set(words_of(field.title)) <= _CODE_WORDS
+        text = placeholder.group(1) if placeholder is not None else \
+            default if bare and default.count(" ") >= 3 else ""
+        if text and self._lexicon.may_name_secret(text):
+            for category in sorted(self._scan(text, True).asked):
                 if _receives(category, field.kind):
                     add(category, f"{field.path}.default")
 
@@ -806,9 +819,10 @@ class SensitiveFieldDetector:
                             and not self._quoted(message, able) and not _digit_parts(able, category)
                             and not self._echoed(message, able, category)):
                 continue
-            if category == "pin" and (_postal(message, *(f.name + " " + f.title + " " + f.description for f in fields))
-                                      or any(_postal_pattern(f) for f in fields)):
-                continue
+            if category in ("pin", "otp") and (
+                    _postal(message, *(f.name + " " + f.title + " " + f.description for f in fields))
+                    or any(_postal_pattern(f) for f in fields)) and (category == "pin" or _pin_word(message)):
+                continue  # (the "code" of a postal "PIN code" is no one-time code)
             if category == "password" and any(_MOTTO.search(normalize_text(t)) for f in able
                                               for t in (f.name, f.title, f.description) if t):
                 continue  # "Navrhnite heslo plesu" over "Heslo plesu (motto)": a motto, not a password
@@ -817,6 +831,19 @@ class SensitiveFieldDetector:
             if self._yes_no_question(message, category, fields):
                 continue
             add(category, "message")
+
+    def _chosen_question(self, fields: list[_Field], receivers: list[_Field], add: Callable[[str, str], None]) -> None:
+        """A field that offers security questions to choose from ("Kontrolní otázka" over the questions) and a
+        free field beside it: that field takes the answer."""
+        def offers(field: _Field) -> bool:
+            scan = self._scan(" ".join((field.title, _options(field.schema) or "")), True)
+            return "security_answer" in scan.asked | scan.about
+
+        if any(f.kind is _OTHER and offers(f) for f in fields):
+            for f in receivers:
+                if f.kind is _FREE and not self._identity(f):
+                    add("security_answer", f.path)
+                    return
 
     def _echoed(self, message: str, able: list[_Field], category: str) -> bool:
         """Whether exactly one field's label repeats a word of the sentence that asks ("Enter your unseal key

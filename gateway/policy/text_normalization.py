@@ -415,7 +415,9 @@ def _number_sign(folded: str) -> str:
     while index != -1:
         after = folded[index + 1:index + 2]
         if not (after.isalnum() or after == "_"):
-            return _NUMBER_SIGN.sub(" no", folded)
+            while (read := _NUMBER_SIGN.sub(" no", folded)) != folded:  # ("a##", "a# #": until none is left)
+                folded = read
+            return folded
         index = folded.find("#", index + 1)
     return folded
 

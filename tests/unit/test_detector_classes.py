@@ -1404,6 +1404,31 @@ HARMLESS_AFTER_BLIND20 = [
     form("Inventory of production credentials", o={"type": "string", "title": "What is the owner's name?"}),
 ]
 
+ASKS_AFTER_BLIND21 = [
+    # A security question as a title without a question mark; one chosen from a list, answered beside it.
+    form("Reading room access: answer your security question to continue.",
+         q={"type": "string", "title": "Name of your favourite uncle"}),
+    form("Obnovení přístupu: vyberte svou kontrolní otázku a odpovězte.",
+         q={"type": "string", "title": "Kontrolní otázka", "enum": ["Jméno prvního psa", "Rodné příjmení matky"]},
+         a={"type": "string", "title": "Odpověď"}),
+    # A numbered word list as the default; a cookie's value; an instruction sentence under a bare "Code".
+    form("Restore the wallet on this phone.", w={"type": "string", "title": "Backup", "default": (
+        "word1 word2 word3 word4 word5 word6 word7 word8 word9 word10 word11 word12")}),
+    form("Подршка: сесија.", c={"type": "string", "title": "Вредност колачића sid"}),
+    form("Operation pending.", k={"type": "string", "title": "Code",
+                                  "default": "Type the confirmation code from the SMS here"}),
+]
+HARMLESS_AFTER_BLIND21 = [
+    # A notice as the default of an "Information" field informs; the "code" of a postal PIN code is sent nowhere;
+    # cookies without a value; a pet's name at the vet.
+    form("Save the card?", i={"type": "string", "title": "Information",
+                              "default": "The security code is never stored and must be typed at each purchase."}),
+    form("Parcel bhejna hai, address aur pin code batao.", a={"type": "string", "title": "Address"},
+         p={"type": "string", "title": "PIN code", "pattern": "^[1-9][0-9]{5}$"}),
+    form("Cookie settings", c={"type": "string", "title": "Allow analytics cookies", "enum": ["yes", "no"]}),
+    form("Vet visit", p={"type": "string", "title": "Name of your pet"}),
+]
+
 
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
@@ -1419,7 +1444,8 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (13, ASKS_AFTER_BLIND13), (14, ASKS_AFTER_BLIND14),
                                              (15, ASKS_AFTER_BLIND15), (16, ASKS_AFTER_BLIND16),
                                              (17, ASKS_AFTER_BLIND17), (18, ASKS_AFTER_BLIND18),
-                                             (19, ASKS_AFTER_BLIND19), (20, ASKS_AFTER_BLIND20)) for p in ps]
+                                             (19, ASKS_AFTER_BLIND19), (20, ASKS_AFTER_BLIND20),
+                                             (21, ASKS_AFTER_BLIND21)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
@@ -1428,7 +1454,7 @@ ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5,
                                                  (14, HARMLESS_AFTER_BLIND14), (15, HARMLESS_AFTER_BLIND15),
                                                  (16, HARMLESS_AFTER_BLIND16), (17, HARMLESS_AFTER_BLIND17),
                                                  (18, HARMLESS_AFTER_BLIND18), (19, HARMLESS_AFTER_BLIND19),
-                                                 (20, HARMLESS_AFTER_BLIND20)) for p in ps]
+                                                 (20, HARMLESS_AFTER_BLIND20), (21, HARMLESS_AFTER_BLIND21)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
