@@ -913,6 +913,10 @@ class Lexicon:
                         distance = OSA.distance(word, target, score_cutoff=best - 1)
                         if distance < best:
                             fix, best = target, distance
+                            if best == 1:
+                                break  # (nothing nearer: the word itself is no concept word)
+                if best == 1:
+                    break
             if best > 1:
                 # A stem ("geldautomat*", "dígito*"): the word's beginning misspells it ("geldautomaetn", a letter
                 # more in "diigitos").

@@ -520,12 +520,12 @@ class SensitiveFieldDetector:
                      and (not self._note(f) or self._quoted(message, [f]))]
         # A title that is a security question of its own ("What was the name of your first pet?", "Name of your
         # first teacher") under a message asking for the answer to one is where that answer goes, though the
-        # question names a name.
-        questions = [f for f in fields if f.kind is _FREE and governed.get(f.name, False) and f.title
-                     and self._scan(f.title, True).about <= _KNOWLEDGE]
-        if (receivers or questions) and message:
+        # question names a name (read only when the message asks for such an answer).
+        questions = [f for f in fields if f.kind is _FREE and governed.get(f.name, False) and f.title]
+        if message and (receivers or (questions and self._lexicon.may_name_secret(message))):
             self._message_asks(message, fields, receivers, add, questions)
-        self._chosen_question(fields, receivers, add)
+        if receivers and any(f.kind is _OTHER for f in fields):
+            self._chosen_question(fields, receivers, add)
         self._split_words(message, fields, add)
         self._fragment_asks(message, fields, add)
         if not findings:
@@ -798,7 +798,8 @@ class SensitiveFieldDetector:
         scan = self._scan(self._live_message(message, [f.title or f.name for f in receivers]), True)
         if not scan.asked:
             return
-        if questions and "security_answer" in scan.asked and scan.asked <= _KNOWLEDGE and not receivers:
+        if questions and "security_answer" in scan.asked and scan.asked <= _KNOWLEDGE and not receivers and any(
+                self._scan(f.title, True).about <= _KNOWLEDGE for f in questions):
             add("security_answer", "message")
             return
         for category in sorted(scan.asked):
@@ -836,7 +837,10 @@ class SensitiveFieldDetector:
         """A field that offers security questions to choose from ("Kontrolní otázka" over the questions) and a
         free field beside it: that field takes the answer."""
         def offers(field: _Field) -> bool:
-            scan = self._scan(" ".join((field.title, _options(field.schema) or "")), True)
+            text = " ".join((field.title, _options(field.schema) or ""))
+            if not self._lexicon.may_name_secret(text):
+                return False  # (the common case: a choice of seats, sizes, dates)
+            scan = self._scan(text, True)
             return "security_answer" in scan.asked | scan.about
 
         if any(f.kind is _OTHER and offers(f) for f in fields):
