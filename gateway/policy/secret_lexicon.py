@@ -29,7 +29,7 @@ import functools
 import json
 import re
 import unicodedata
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -113,6 +113,9 @@ _CLAUSE_WIDE: Final = 40  # "why", "how many": their question covers the clause 
 """How far (in squashed characters) a governor word may stand from the secret noun it governs."""
 _UNSPACED_GOVERNOR_GAP: Final = 8
 _DOTTED_TOKEN: Final = re.compile(r"[^\W\d_]+(?:\.(?!\w))?")  # a word, with the dot that cuts it short (not a domain's)
+# The secret nouns that begin with one word: those of one word, those of more by their second word, and those
+# second words sorted (for the cut words of `Lexicon._undot`).
+_PhrasesOf = tuple[list[tuple[str, ...]], dict[str, list[tuple[str, ...]]], list[str]]
 _TYPO_MIN: Final = 6
 _GOVERNOR_TYPO_MIN: Final = 5
 _TYPO2_MIN: Final = 8  # words this long may be two edits away from a secret noun
@@ -499,7 +502,8 @@ class Lexicon:
                     e.kind == CONCEPT and not e.internal for e in entries):
                 self._concepts_by_first.setdefault((key[0], len(key)), []).append(key)
         self._concept_fix_cache: dict[str, str | None] = {}
-        self._phrases_by_first: dict[str, list[tuple[str, ...]]] | None = None
+        self._phrases_by_first: tuple[Mapping[str, _PhrasesOf], list[str]] | None = None
+        self._undotted_cache: dict[str, str | None] = {}
         # First four letters of the secret nouns of several words: a whole label is only checked against them.
         heads: dict[str, set[int]] = {}
         for key, es in b.entries.items():
@@ -982,6 +986,15 @@ class Lexicon:
     def _undotted(self, folded: str) -> str | None:
         """A short label of abbreviations ending in dots ("súkr. kľúč", "api atsl.", "tikl. kodi") with each cut
         word put back, when the words then spell a secret noun of the lexicon word for word."""
+        cache = self._undotted_cache
+        if folded in cache:
+            return cache[folded]
+        if len(cache) > 4096:
+            cache.clear()
+        cache[folded] = result = self._undot(folded)
+        return result
+
+    def _undot(self, folded: str) -> str | None:
         tokens = _DOTTED_TOKEN.findall(folded)
         if not 1 <= len(tokens) <= 8:
             return None
@@ -989,31 +1002,58 @@ class Lexicon:
         cut = [t.endswith(".") for t in tokens]
         if not any(cut):
             return None
-        phrases = self._term_phrases()
+        by_first, firsts = self._term_phrases()
+
+        def matching(word: str, is_cut: bool, sorted_words: list[str]) -> list[str]:
+            # The noun words `word` is, or begins when cut (a sorted range: no scan of the whole lexicon).
+            if not is_cut:
+                low = bisect_left(sorted_words, word)
+                return sorted_words[low:low + 1] if sorted_words[low:low + 1] == [word] else []
+            low = bisect_left(sorted_words, word)
+            return sorted_words[low:bisect_left(sorted_words, word + "\U0010ffff", low)]
+
         for start, first in enumerate(words):
-            for phrase in phrases.get(first[:2], ()):
-                end = start + len(phrase)
-                if end > len(words) or not any(cut[start:end]):
-                    continue
-                # A cut word is the start of the noun's word, two letters or more (four for a noun of one word:
-                # "pass." could be anything).
-                if all(w == p or (c and len(p) > len(w) >= (2 if len(phrase) > 1 else 5) and p.startswith(w))
-                       for w, p, c in zip(words[start:end], phrase, cut[start:end], strict=True)):
-                    return " ".join([*words[:start], *phrase, *words[end:]])
+            # A noun of one word needs five letters of a cut word ("pass." could be anything).
+            one_word = not cut[start] or len(first) >= 5
+            if not one_word and start + 1 == len(words):
+                continue
+            for head in matching(first, cut[start], firsts):
+                singles, by_second, seconds = by_first[head]
+                candidates = list(singles) if one_word else []
+                if start + 1 < len(words):
+                    for second in matching(words[start + 1], cut[start + 1], seconds):
+                        candidates.extend(by_second[second])
+                for phrase in candidates:
+                    end = start + len(phrase)
+                    if end > len(words) or not any(cut[start:end]):
+                        continue
+                    # A cut word is the start of the noun's word, two letters or more (five for a noun of one
+                    # word: "pass." could be anything).
+                    if all(w == p or (c and len(p) > len(w) >= (2 if len(phrase) > 1 else 5) and p.startswith(w))
+                           for w, p, c in zip(words[start:end], phrase, cut[start:end], strict=True)):
+                        return " ".join([*words[:start], *phrase, *words[end:]])
         return None
 
-    def _term_phrases(self) -> Mapping[str, list[tuple[str, ...]]]:
-        """The words of every strong secret noun, by its first two letters (built on first use: labels with cut
-        words are rare)."""
+    def _term_phrases(self) -> tuple[Mapping[str, _PhrasesOf], list[str]]:
+        """The words of every strong secret noun by its first word: the nouns of one word, those of more by their
+        second word, and those second words sorted; and the first words sorted (built on first use: labels with
+        cut words are rare)."""
         if self._phrases_by_first is None:
-            index: dict[str, list[tuple[str, ...]]] = {}
+            singles: dict[str, list[tuple[str, ...]]] = {}
+            longer: dict[str, dict[str, list[tuple[str, ...]]]] = {}
             for key, (_, entries, *_) in self._payload_of.items():
                 for e in entries:
                     if e.kind == TERM and not e.weak and e.exact is None and key.isalpha():
                         edges = [0, *sorted(e.internal), len(key)]
-                        index.setdefault(key[:2], []).append(tuple(key[a:b] for a, b in pairwise(edges)))
+                        phrase = tuple(key[a:b] for a, b in pairwise(edges))
+                        if len(phrase) == 1:
+                            singles.setdefault(phrase[0], []).append(phrase)
+                        else:
+                            longer.setdefault(phrase[0], {}).setdefault(phrase[1], []).append(phrase)
                         break
-            self._phrases_by_first = index
+            index = {head: (singles.get(head, []), longer.get(head, {}), sorted(longer.get(head, {})))
+                     for head in singles.keys() | longer.keys()}
+            self._phrases_by_first = (index, sorted(index))
         return self._phrases_by_first
 
     def _spaced(self, key: str) -> str:
