@@ -503,6 +503,16 @@ class Lexicon:
                 self._concepts_by_first.setdefault((key[0], len(key)), []).append(key)
         self._concept_fix_cache: dict[str, str | None] = {}
         self._phrases_by_first: tuple[Mapping[str, _PhrasesOf], list[str]] | None = None
+        # Every word of the secret nouns of several words, with the noun and the word's place in it: a label that
+        # holds all of a noun's words but one misspelt ("nomor krtu", "mot de pasee") is that noun.
+        self._phrase_words: dict[str, list[tuple[tuple[str, ...], int]]] = {}
+        for key, entries in b.entries.items():
+            term = next((e for e in entries if e.kind == TERM and not e.weak and e.exact is None and e.internal), None)
+            if term is not None and key.isalpha():
+                edges = [0, *sorted(term.internal), len(key)]
+                phrase = tuple(key[a:z] for a, z in pairwise(edges))
+                for place, word in enumerate(phrase):
+                    self._phrase_words.setdefault(word, []).append((phrase, place))
         self._undotted_cache: dict[str, str | None] = {}
         # First four letters of the secret nouns of several words: a whole label is only checked against them.
         heads: dict[str, set[int]] = {}
@@ -710,6 +720,8 @@ class Lexicon:
         unknown = set(_letter_runs(folded)) - self._known
         if any(self._misspelt(word, label) for word in unknown):
             return True
+        if label and unknown and self._phrase_typo(folded) is not None:
+            return True
         # A label misspelt across its words ("mot de pase"): the whole label against every term.
         return label and self._whole_label_typo(folded, squashed)
 
@@ -757,7 +769,8 @@ class Lexicon:
         # A text with no Latin letter is never corrected into a Latin word: folding spells "Поле" (a field)
         # "noлe", one letter from Portuguese "nome" (a name), but nobody misspells across scripts.
         latin = text.isascii() or _LATIN_LETTER.search(text) is not None
-        corrected = self._corrected(folded, not prose, latin) if not glued_readings else None
+        corrected = self._corrected(folded, not prose, latin) if not glued_readings else \
+            self._phrase_typo(folded) if not prose else None  # ("API-kucs": the words as written)
         if corrected is not None and " " not in corrected.strip():
             readings.append(corrected)  # a whole label spelled right as one noun ("mot de pass")
             corrected = None
@@ -963,6 +976,10 @@ class Lexicon:
 
     def _corrected(self, folded: str, label: bool, latin: bool = True) -> str | None:
         """The text with misspelt or abbreviated words of secret nouns put right ("pasword", "pswd")."""
+        if label:
+            fixed = self._phrase_typo(folded)
+            if fixed is not None:
+                return fixed
         changed = False
         out = []
         for word in _SEPARATORS.split(folded):
@@ -982,6 +999,32 @@ class Lexicon:
             if fix is not None and not _across_scripts(squashed, fix, latin):
                 return self._spaced(fix)
         return " ".join(out) if changed else None
+
+    def _phrase_typo(self, folded: str) -> str | None:
+        """The label with one word of a secret noun of several words put right, where the noun's other words
+        stand there as written ("nomor krtu", "súkromný kúč", "api kucs"): a short word is corrected only beside
+        them (alone, one letter turns too many short ordinary words into secret nouns)."""
+        words = [w for w in _SEPARATORS.split(folded) if w]
+        if len(words) < 2 or len(words) > 12:
+            return None
+        index, known = self._phrase_words, self._known
+        for at, word in enumerate(words):
+            for phrase, place in index.get(word, ()):
+                start = at - place
+                if start < 0 or start + len(phrase) > len(words):
+                    continue
+                fixes = 0
+                for written, right in zip(words[start:start + len(phrase)], phrase, strict=True):
+                    if written == right:
+                        continue
+                    if len(written) < 3 or written in known or abs(len(written) - len(right)) > 1 \
+                            or OSA.distance(written, right, score_cutoff=1) > 1:
+                        break
+                    fixes += 1
+                else:
+                    if 0 < fixes < len(phrase):
+                        return " ".join([*words[:start], *phrase, *words[start + len(phrase):]])
+        return None
 
     def _undotted(self, folded: str) -> str | None:
         """A short label of abbreviations ending in dots ("súkr. kľúč", "api atsl.", "tikl. kodi") with each cut
@@ -1320,7 +1363,10 @@ class Lexicon:
         before_gap = _UNSPACED_GOVERNOR_GAP if unspaced else _GOVERNOR_GAP
         after_gap = _UNSPACED_GOVERNOR_GAP if unspaced else _AFTER_GAP
         for start, end, category in terms:
-            cover = [(bs, be) for bs, be, _ in benign if bs <= start and end <= be]
+            # A harmless phrase covers a noun it holds, and one that starts at its noun after a qualifier: that
+            # noun, named further ("javni ključ SSH za dostop": "ključ SSH", "ključ za dostop" of a public key).
+            cover = [(bs, be) for bs, be, _ in benign
+                     if bs <= start and (end <= be or (bs < start < be and be in bounds))]
             if not cover and category in ("secret", "api_key") and squashed[start:end] in self._adjectives:
                 # "secret" before a noun that names nothing secret qualifies that noun ("secret masala",
                 # "secret sauce"): the field asks for a dish or a recipe, not for a credential.

@@ -746,6 +746,16 @@ class SensitiveFieldDetector:
         bare = not field.title or set(words_of(field.title)) <= _CODE_WORDS
         text = placeholder.group(1) if placeholder is not None else \
             default if bare and default.count(" ") >= 3 else ""
+        if not text:
+            # So does a prompt awaiting its value ("Karta PIN-kodi: ") and a sentence telling what to put in the
+            # box ("paste your 24 wallet recovery words here", "paste_your_live_secret_key_here").
+            spaced = default.replace("_", " ") if " " not in default and default.count("_") >= 3 else default
+            if default.rstrip() != default and default.rstrip().endswith((":", "：")):
+                text = default.rstrip()[:-1]
+            elif spaced.count(" ") >= 3 and not spaced.rstrip().endswith((".", "。", "!")):
+                # (A placeholder is a bare instruction; a finished sentence in a box is a notice: "The CVC is
+                # never stored and must be entered at every purchase.")
+                text = spaced
         if text and self._lexicon.may_name_secret(text):
             for category in sorted(self._scan(text, True).asked):
                 if _receives(category, field.kind):
