@@ -657,7 +657,7 @@ class Lexicon:
         """Whether a short label of several words may be a secret noun misspelt across them ("mot de
         pase"), or cut short word by word ("Súkr. kľúč"): the form-level pre-check reads all texts joined, so it
         cannot tell."""
-        if "." in label and self._undotted(normalize_text(label)) is not None:
+        if "." in label and self._undotted(_PARENS.sub(" ", normalize_text(label))) is not None:
             return True
         if not (_TYPO_MIN <= len(label) <= 2 * _WHOLE_LABEL_MAX):
             return False
@@ -743,7 +743,7 @@ class Lexicon:
             if capital_reading != folded and self.may_name_secret(capitals):
                 readings.append(capital_reading)
         if not prose and "." in folded:
-            undotted = self._undotted(folded)
+            undotted = self._undotted(_PARENS.sub(" ", folded))  # (a parenthesis annotates: read apart)
             if undotted is not None:
                 readings.append(undotted)  # "Súkr. kľúč", "Gl. klj.": the cut words put back
         if _KEY_KIND_INSIDE.search(folded):
