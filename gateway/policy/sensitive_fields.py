@@ -395,6 +395,17 @@ def _options(schema: Mapping[str, Any]) -> str | None:
     return fragment_kind(options) if len(options) >= 4 else None
 
 
+def _option_texts(schema: Mapping[str, Any]) -> str:
+    """What a choice shows: its options' values and their display names ("Mother's maiden name")."""
+    shown: list[object] = []
+    for key in ("enum", "enumNames"):
+        if isinstance(values := schema.get(key), list):
+            shown += values
+    if isinstance(one_of := schema.get("oneOf"), list):
+        shown += [o.get(k) for o in one_of if isinstance(o, Mapping) for k in ("const", "title")]
+    return "\n".join(v for v in shown if isinstance(v, str))
+
+
 def _seams(message: str, labels: list[str]) -> str:
     """For the form-level pre-check: a message cut mid-word glued to every label after the first (the first
     is beside it in the joined texts already), so that "... hes" + "lo" shows there too."""
@@ -566,10 +577,11 @@ class SensitiveFieldDetector:
                     rest += (title, description, name, "")
                 else:
                     rest += (name, "")  # the title is among the labels already
-            elif ("enum" in prop_schema or "oneOf" in prop_schema or "items" in prop_schema) \
-                    and _options(prop_schema) is not None:
-                # A choice of secret fragments is read too (`_fragment_asks`).
-                rest += (_text(prop_schema.get("title")), _text(prop_schema.get("description")), name, "")
+            elif "enum" in prop_schema or "oneOf" in prop_schema or "items" in prop_schema:
+                # A choice of secret fragments is read too (`_fragment_asks`), and one of security questions
+                # (`_chosen_question`): its title, and what it offers.
+                rest += (_text(prop_schema.get("title")), _text(prop_schema.get("description")), name,
+                         _option_texts(prop_schema), "")
         return fields, labels, rest, misspelt
 
     def _sign_in_asks(self, message: str, fields: list[_Field], add: Callable[[str, str], None]) -> None:
@@ -847,7 +859,7 @@ class SensitiveFieldDetector:
         """A field that offers security questions to choose from ("Kontrolní otázka" over the questions) and a
         free field beside it: that field takes the answer."""
         def offers(field: _Field) -> bool:
-            text = " ".join((field.title, _options(field.schema) or ""))
+            text = "\n".join((field.title, field.description, _option_texts(field.schema)))
             if not self._lexicon.may_name_secret(text):
                 return False  # (the common case: a choice of seats, sizes, dates)
             scan = self._scan(text, True)
