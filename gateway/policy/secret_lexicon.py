@@ -1313,8 +1313,11 @@ class Lexicon:
         if concept_hits and len(concept_hits) > 1:
             # A concept word that is the start of a longer one within one word is part of it: Malay "masukkan"
             # (type in) holds "masuk" (log in), and "Masukkan poskod" describes no password.
+            # So is one inside a longer word or phrase of the same concept ("maiden" in "maiden name").
             concept_hits = [c for c in concept_hits if not any(
-                o[0] == c[0] and o[1] > c[1] and not any(o[0] < b < o[1] for b in bounds) for o in concept_hits)]
+                o[0] <= c[0] and c[1] <= o[1] and o[1] - o[0] > c[1] - c[0]
+                and (o[2] == c[2] or (o[0] == c[0] and not any(o[0] < b < o[1] for b in bounds)))
+                for o in concept_hits)]
         if concept_hits:
             present = {label for _, _, label in concept_hits}
             concepts |= present
@@ -1386,6 +1389,8 @@ class Lexicon:
             described = (start, end) in concept_spans
             if any(((ge <= start and start - ge <= (1 if weak else _CLAUSE_WIDE if label in ("describe", "count")
                                                    else before_gap)) and label != "after")
+                   # A description's first word may hold the governor's last ("is your" + "your mother's ...").
+                   or (described and gs < start < ge and label == "before")
                    or ((end <= gs and gs - end <= (1 if weak else 0 if described else after_gap))
                        and label not in ("before", "issue", "document"))
                    # A question closing its clause covers the clause (verb-final languages: "... क्या हुआ?").

@@ -237,7 +237,7 @@ _MOTTO: Final = _Words(_load_common().get("password_motto_context", ()))
 # için)"): a door word in the field's own texts and a courier word in the form. Never a one-time code.
 _DOOR: Final = _Words(_load_common().get("door_context", ()))
 _COURIER: Final = _Words(_load_common().get("courier_context", ()))
-_DOOR_CATEGORIES: Final = frozenset({"password", "pin", "secret"})
+_DOOR_CATEGORIES: Final = frozenset({"password", "pin", "otp", "secret"})
 # What a security question's own title may speak of ("What is your mother's maiden name?").
 _KNOWLEDGE: Final = frozenset({"secret", "security_answer"})
 # Words that are the password only on a sign-in form (Turkish and Romanian "Parola", Spanish "Clave",
