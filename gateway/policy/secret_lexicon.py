@@ -513,6 +513,10 @@ class Lexicon:
                 phrase = tuple(key[a:z] for a, z in pairwise(edges))
                 for place, word in enumerate(phrase):
                     self._phrase_words.setdefault(word, []).append((phrase, place))
+        # Those words and each with one letter gone: a word is one edit from one of them only if it, or itself
+        # with one letter gone, is here (the cheap test that keeps the search above off most labels).
+        self._phrase_near = frozenset({w for w in self._phrase_words if len(w) >= 2} | {
+            w[:i] + w[i + 1:] for w in self._phrase_words if len(w) >= 3 for i in range(len(w))})
         self._undotted_cache: dict[str, str | None] = {}
         # First four letters of the secret nouns of several words: a whole label is only checked against them.
         heads: dict[str, set[int]] = {}
@@ -720,7 +724,7 @@ class Lexicon:
         unknown = set(_letter_runs(folded)) - self._known
         if any(self._misspelt(word, label) for word in unknown):
             return True
-        if label and unknown and self._phrase_typo(folded) is not None:
+        if label and any(self._near_phrase_word(word) for word in unknown) and self._phrase_typo(folded) is not None:
             return True
         # A label misspelt across its words ("mot de pase"): the whole label against every term.
         return label and self._whole_label_typo(folded, squashed)
@@ -1000,30 +1004,46 @@ class Lexicon:
                 return self._spaced(fix)
         return " ".join(out) if changed else None
 
+    def _near_phrase_word(self, word: str) -> bool:
+        cache = self._correction_cache  # (unknown words recur: "indoor", a brand; keyed apart from corrections)
+        key = "\x02" + word
+        hit = cache.get(key, "")
+        if hit == "":
+            near = self._phrase_near
+            hit = cache[key] = "1" if len(word) >= 3 and (word in near or any(
+                word[:i] + word[i + 1:] in near for i in range(len(word)))) else None
+        return hit is not None
+
     def _phrase_typo(self, folded: str) -> str | None:
         """The label with one word of a secret noun of several words put right, where the noun's other words
         stand there as written ("nomor krtu", "súkromný kúč", "api kucs"): a short word is corrected only beside
         them (alone, one letter turns too many short ordinary words into secret nouns)."""
         words = [w for w in _SEPARATORS.split(folded) if w]
-        if len(words) < 2 or len(words) > 12:
+        if not 2 <= len(words) <= 12:
             return None
         index, known = self._phrase_words, self._known
         for at, word in enumerate(words):
-            for phrase, place in index.get(word, ()):
-                start = at - place
-                if start < 0 or start + len(phrase) > len(words):
+            if len(word) < 3 or word in known or not _wordlike(word):
+                continue  # (only a word no dictionary knows can be misspelt: the common case ends here)
+            for anchor in (at - 1, at + 1):
+                if not 0 <= anchor < len(words):
                     continue
-                fixes = 0
-                for written, right in zip(words[start:start + len(phrase)], phrase, strict=True):
-                    if written == right:
+                for phrase, place in index.get(words[anchor], ()):
+                    start = anchor - place
+                    if not (start <= at < start + len(phrase) <= len(words)) or start < 0 \
+                            or abs(len(phrase[at - start]) - len(word)) > 1:
                         continue
-                    if len(written) < 3 or written in known or abs(len(written) - len(right)) > 1 \
-                            or OSA.distance(written, right, score_cutoff=1) > 1:
-                        break
-                    fixes += 1
-                else:
-                    if 0 < fixes < len(phrase):
-                        return " ".join([*words[:start], *phrase, *words[start + len(phrase):]])
+                    fixes = 0
+                    for written, right in zip(words[start:start + len(phrase)], phrase, strict=True):
+                        if written == right:
+                            continue
+                        if len(written) < 3 or written in known or abs(len(written) - len(right)) > 1 \
+                                or OSA.distance(written, right, score_cutoff=1) > 1:
+                            break
+                        fixes += 1
+                    else:
+                        if 0 < fixes < len(phrase):
+                            return " ".join([*words[:start], *phrase, *words[start + len(phrase):]])
         return None
 
     def _undotted(self, folded: str) -> str | None:

@@ -396,14 +396,16 @@ def _options(schema: Mapping[str, Any]) -> str | None:
 
 
 def _option_texts(schema: Mapping[str, Any]) -> str:
-    """What a choice shows: its options' values and their display names ("Mother's maiden name")."""
+    """What a choice shows that may ask something: its options' values and display names of several words
+    ("Mother's maiden name")."""
     shown: list[object] = []
     for key in ("enum", "enumNames"):
         if isinstance(values := schema.get(key), list):
             shown += values
     if isinstance(one_of := schema.get("oneOf"), list):
         shown += [o.get(k) for o in one_of if isinstance(o, Mapping) for k in ("const", "title")]
-    return "\n".join(v for v in shown if isinstance(v, str))
+    # (Phrases, and any text of scripts written without spaces: a single Latin word, "indoor", asks nothing.)
+    return "\n".join(v for v in shown if isinstance(v, str) and (" " in v.strip() or not v.isascii()))
 
 
 def _seams(message: str, labels: list[str]) -> str:
@@ -578,10 +580,11 @@ class SensitiveFieldDetector:
                 else:
                     rest += (name, "")  # the title is among the labels already
             elif "enum" in prop_schema or "oneOf" in prop_schema or "items" in prop_schema:
-                # A choice of secret fragments is read too (`_fragment_asks`), and one of security questions
-                # (`_chosen_question`): its title, and what it offers.
-                rest += (_text(prop_schema.get("title")), _text(prop_schema.get("description")), name,
-                         _option_texts(prop_schema), "")
+                # A choice of secret fragments is read too (`_fragment_asks`), and one that offers security
+                # questions (`_chosen_question`): its title, and what it offers.
+                offered = _option_texts(prop_schema)
+                if offered or _options(prop_schema) is not None:
+                    rest += (_text(prop_schema.get("title")), _text(prop_schema.get("description")), name, offered, "")
         return fields, labels, rest, misspelt
 
     def _sign_in_asks(self, message: str, fields: list[_Field], add: Callable[[str, str], None]) -> None:
