@@ -106,6 +106,8 @@ _CREDENTIAL_CHARS: Final = bytes(c if chr(c).isalnum() or chr(c) in "+/=_-.:" el
 def text_shows_secret(text: str, hex_context: str | None = None) -> bool:
     """Prose (a description, a title) that shows a credential-shaped example; with `hex_context` (the
     field's texts), a 256-bit hex key too (`hex_key_shown`)."""
+    if ":" in text:
+        text = _FINGERPRINT.sub(" ", text)  # (a key's fingerprint, "SHA256:q9Yk0pN2…", is published)
     if len(text) < 10:
         return False
     if ("-" in text or "_" in text or "prv" in text) and _NAMED_PREFIX.search(text):
@@ -138,6 +140,7 @@ def _random_key(token: str) -> bool:
 
 _URL_CREDENTIALS: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:[^/\s@<>{}]{3,}@")
 _CARD: Final = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+_FINGERPRINT: Final = re.compile(r"\b(?:SHA(?:1|256|384|512)|MD5):[A-Za-z0-9+/=:]+", re.IGNORECASE)
 _HASH_WORDS: Final = re.compile(r"hash|checksum|sha|md5|digest|commit|fingerprint|etag|uuid|guid|id\b", re.IGNORECASE)
 _MNEMONIC_LENGTHS: Final = frozenset({12, 15, 18, 21, 24})
 
@@ -202,7 +205,7 @@ def value_secret_kind(value: str, context: str = "") -> str | None:
         digits = re.sub(r"\D", "", match.group(0))
         if 13 <= len(digits) <= 19 and _luhn(digits):
             return "payment_card"
-    for match in _CANDIDATE.finditer(value):
+    for match in _CANDIDATE.finditer(_FINGERPRINT.sub(" ", value)):  # (fingerprints: see above)
         token = match.group(0)
         if _high_entropy(token):
             return "secret_value"

@@ -345,6 +345,8 @@ def _digit_parts(fields: list[_Field], category: str) -> bool:
     """Whether the fields are boxes for parts of one number (a code typed digit by digit, two digits from
     each of two rows of a bank's grid card, "Position A3"): then a number the message asks for goes into
     all of them."""
+    if all(isinstance(n := f.schema.get("maxLength"), int) and 0 < n <= 2 for f in fields):
+        return True  # boxes of a character or two: "characters 2, 5 and 7 of your memorable word"
     return category in NUMERIC_CATEGORIES and all(
         (isinstance(p := f.schema.get("pattern"), str) and _FEW_DIGITS.fullmatch(p) is not None)
         or _GRID_CELL.search(f.title) is not None for f in fields)
