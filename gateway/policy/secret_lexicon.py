@@ -513,10 +513,24 @@ class Lexicon:
                 phrase = tuple(key[a:z] for a, z in pairwise(edges))
                 for place, word in enumerate(phrase):
                     self._phrase_words.setdefault(word, []).append((phrase, place))
-        # Those words and each with one letter gone: a word is one edit from one of them only if it, or itself
-        # with one letter gone, is here (the cheap test that keeps the search above off most labels).
-        self._phrase_near = frozenset({w for w in self._phrase_words if len(w) >= 2} | {
-            w[:i] + w[i + 1:] for w in self._phrase_words if len(w) >= 3 for i in range(len(w))})
+        # Those words of three letters or more by themselves and by each of their one-letter-less forms: a word
+        # is one edit from such a word only if it, or itself with one letter gone, is a key here.
+        near: dict[str, list[str]] = {}
+        for word in self._phrase_words:
+            if len(word) >= 3:
+                for variant in {word, *(word[:i] + word[i + 1:] for i in range(len(word)))}:
+                    near.setdefault(variant, []).append(word)
+        self._phrase_near: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in near.items()}
+        # The nouns again by each word and the word beside it ("kartu" after "nomor": "nomor kartu"): a misspelt
+        # word is looked up with its neighbour as written, not against every noun its fix is part of.
+        beside: dict[str, list[tuple[tuple[str, ...], int]]] = {}
+        for word, places in self._phrase_words.items():
+            for phrase, place in places:
+                if place:
+                    beside.setdefault(f"{word}<{phrase[place - 1]}", []).append((phrase, place))
+                if place + 1 < len(phrase):
+                    beside.setdefault(f"{word}>{phrase[place + 1]}", []).append((phrase, place))
+        self._phrase_beside: dict[str, list[tuple[tuple[str, ...], int]]] = beside
         self._undotted_cache: dict[str, str | None] = {}
         # First four letters of the secret nouns of several words: a whole label is only checked against them.
         heads: dict[str, set[int]] = {}
@@ -724,7 +738,8 @@ class Lexicon:
         unknown = set(_letter_runs(folded)) - self._known
         if any(self._misspelt(word, label) for word in unknown):
             return True
-        if label and any(self._near_phrase_word(word) for word in unknown) and self._phrase_typo(folded) is not None:
+        if any(len(word) >= 3 and self._phrase_targets(word) for word in unknown) \
+                and self._phrase_typo(folded) is not None:
             return True
         # A label misspelt across its words ("mot de pase"): the whole label against every term.
         return label and self._whole_label_typo(folded, squashed)
@@ -774,7 +789,7 @@ class Lexicon:
         # "noлe", one letter from Portuguese "nome" (a name), but nobody misspells across scripts.
         latin = text.isascii() or _LATIN_LETTER.search(text) is not None
         corrected = self._corrected(folded, not prose, latin) if not glued_readings else \
-            self._phrase_typo(folded) if not prose else None  # ("API-kucs": the words as written)
+            self._phrase_typo(folded)  # ("API-kucs": the words as written)
         if corrected is not None and " " not in corrected.strip():
             readings.append(corrected)  # a whole label spelled right as one noun ("mot de pass")
             corrected = None
@@ -980,10 +995,9 @@ class Lexicon:
 
     def _corrected(self, folded: str, label: bool, latin: bool = True) -> str | None:
         """The text with misspelt or abbreviated words of secret nouns put right ("pasword", "pswd")."""
-        if label:
-            fixed = self._phrase_typo(folded)
-            if fixed is not None:
-                return fixed
+        fixed = self._phrase_typo(folded)  # (in prose too: the noun's other words stand beside it)
+        if fixed is not None:
+            return fixed
         changed = False
         out = []
         for word in _SEPARATORS.split(folded):
@@ -1002,47 +1016,52 @@ class Lexicon:
             fix = self._correct(squashed, label) if len(squashed) >= _TYPO_MIN else None
             if fix is not None and not _across_scripts(squashed, fix, latin):
                 return self._spaced(fix)
-        return " ".join(out) if changed else None
+        if not changed:
+            return None
+        text = " ".join(out)
+        # A long word put right may leave a short one misspelt beside it ("obnovitvni stavk").
+        return self._phrase_typo(text) or text
 
-    def _near_phrase_word(self, word: str) -> bool:
-        cache = self._correction_cache  # (unknown words recur: "indoor", a brand; keyed apart from corrections)
+    def _phrase_targets(self, word: str) -> tuple[str, ...]:
+        """The words of secret nouns of several words that `word` misspells by one edit (answers kept: unknown
+        words recur, "indoor", a brand)."""
+        cache = self._correction_cache
         key = "\x02" + word
         hit = cache.get(key, "")
         if hit == "":
             near = self._phrase_near
-            hit = cache[key] = "1" if len(word) >= 3 and (word in near or any(
-                word[:i] + word[i + 1:] in near for i in range(len(word)))) else None
-        return hit is not None
+            found = {t for v in (word, *(word[:i] + word[i + 1:] for i in range(len(word))))
+                     for t in near.get(v, ()) if t != word and OSA.distance(word, t, score_cutoff=1) <= 1}
+            hit = cache[key] = "\x00".join(sorted(found)) or None
+        return tuple(hit.split("\x00")) if hit else ()
 
     def _phrase_typo(self, folded: str) -> str | None:
-        """The label with one word of a secret noun of several words put right, where the noun's other words
-        stand there as written ("nomor krtu", "súkromný kúč", "api kucs"): a short word is corrected only beside
-        them (alone, one letter turns too many short ordinary words into secret nouns)."""
+        """The text with a misspelt word of a secret noun of several words put right, where the noun's other
+        words stand beside it as written, or misspelt too ("nomor krtu", "súkromný kúč", "mot de pasee"): a
+        short word is corrected only there (alone, one letter turns too many short words into secret nouns)."""
         words = [w for w in _SEPARATORS.split(folded) if w]
-        if not 2 <= len(words) <= 12:
+        if len(words) < 2:
             return None
-        index, known = self._phrase_words, self._known
+        beside, known = self._phrase_beside, self._known
         for at, word in enumerate(words):
             if len(word) < 3 or word in known or not _wordlike(word):
                 continue  # (only a word no dictionary knows can be misspelt: the common case ends here)
-            for anchor in (at - 1, at + 1):
-                if not 0 <= anchor < len(words):
-                    continue
-                for phrase, place in index.get(words[anchor], ()):
-                    start = anchor - place
-                    if not (start <= at < start + len(phrase) <= len(words)) or start < 0 \
-                            or abs(len(phrase[at - start]) - len(word)) > 1:
+            for target in self._phrase_targets(word):
+                candidates = [*(beside.get(f"{target}<{words[at - 1]}", ()) if at else ()),
+                              *(beside.get(f"{target}>{words[at + 1]}", ()) if at + 1 < len(words) else ())]
+                for phrase, place in candidates:
+                    start = at - place
+                    if start < 0 or start + len(phrase) > len(words):
                         continue
-                    fixes = 0
+                    exact = 0
                     for written, right in zip(words[start:start + len(phrase)], phrase, strict=True):
                         if written == right:
-                            continue
-                        if len(written) < 3 or written in known or abs(len(written) - len(right)) > 1 \
-                                or OSA.distance(written, right, score_cutoff=1) > 1:
+                            exact += 1
+                        elif written is not word and (len(written) < 3 or written in known
+                                                      or OSA.distance(written, right, score_cutoff=1) > 1):
                             break
-                        fixes += 1
                     else:
-                        if 0 < fixes < len(phrase):
+                        if exact:
                             return " ".join([*words[:start], *phrase, *words[start + len(phrase):]])
         return None
 
