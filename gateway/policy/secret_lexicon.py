@@ -503,34 +503,35 @@ class Lexicon:
                 self._concepts_by_first.setdefault((key[0], len(key)), []).append(key)
         self._concept_fix_cache: dict[str, str | None] = {}
         self._phrases_by_first: tuple[Mapping[str, _PhrasesOf], list[str]] | None = None
-        # Every word of the secret nouns of several words, with the noun and the word's place in it: a label that
-        # holds all of a noun's words but one misspelt ("nomor krtu", "mot de pasee") is that noun.
-        self._phrase_words: dict[str, list[tuple[tuple[str, ...], int]]] = {}
+        # The secret nouns of several words ("nomor kartu") by each word and the word beside it ("kartu<nomor"),
+        # with the word's place in the noun: a label that holds all of a noun's words, one misspelt ("nomor
+        # krtu", "mot de pasee"), is that noun; the misspelt word is looked up with its neighbour as written.
+        beside: dict[str, list[tuple[tuple[str, ...], int]]] = {}
+        phrase_words: set[str] = set()
         for key, entries in b.entries.items():
             term = next((e for e in entries if e.kind == TERM and not e.weak and e.exact is None and e.internal), None)
-            if term is not None and key.isalpha():
-                edges = [0, *sorted(term.internal), len(key)]
-                phrase = tuple(key[a:z] for a, z in pairwise(edges))
-                for place, word in enumerate(phrase):
-                    self._phrase_words.setdefault(word, []).append((phrase, place))
+            if term is None or not key.isalpha():
+                continue
+            edges = [0, *sorted(term.internal), len(key)]
+            phrase = tuple(key[a:z] for a, z in pairwise(edges))
+            phrase_words.update(phrase)
+            for place, word in enumerate(phrase):
+                entry = (phrase, place)
+                if place:
+                    beside.setdefault(f"{word}<{phrase[place - 1]}", []).append(entry)
+                if place + 1 < len(phrase):
+                    beside.setdefault(f"{word}>{phrase[place + 1]}", []).append(entry)
+        self._phrase_beside: dict[str, tuple[tuple[tuple[str, ...], int], ...]] = {
+            k: tuple(v) for k, v in beside.items()}
         # Those words of three letters or more by themselves and by each of their one-letter-less forms: a word
-        # is one edit from such a word only if it, or itself with one letter gone, is a key here.
-        near: dict[str, list[str]] = {}
-        for word in self._phrase_words:
+        # is one edit from such a word only if it, or itself with one letter gone, is a key here (the value: the
+        # word, or several joined by NUL).
+        near: dict[str, str] = {}
+        for word in phrase_words:
             if len(word) >= 3:
                 for variant in {word, *(word[:i] + word[i + 1:] for i in range(len(word)))}:
-                    near.setdefault(variant, []).append(word)
-        self._phrase_near: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in near.items()}
-        # The nouns again by each word and the word beside it ("kartu" after "nomor": "nomor kartu"): a misspelt
-        # word is looked up with its neighbour as written, not against every noun its fix is part of.
-        beside: dict[str, list[tuple[tuple[str, ...], int]]] = {}
-        for word, places in self._phrase_words.items():
-            for phrase, place in places:
-                if place:
-                    beside.setdefault(f"{word}<{phrase[place - 1]}", []).append((phrase, place))
-                if place + 1 < len(phrase):
-                    beside.setdefault(f"{word}>{phrase[place + 1]}", []).append((phrase, place))
-        self._phrase_beside: dict[str, list[tuple[tuple[str, ...], int]]] = beside
+                    near[variant] = f"{near[variant]}\x00{word}" if variant in near else word
+        self._phrase_near: dict[str, str] = near
         self._undotted_cache: dict[str, str | None] = {}
         # First four letters of the secret nouns of several words: a whole label is only checked against them.
         heads: dict[str, set[int]] = {}
@@ -1031,7 +1032,8 @@ class Lexicon:
         if hit == "":
             near = self._phrase_near
             found = {t for v in (word, *(word[:i] + word[i + 1:] for i in range(len(word))))
-                     for t in near.get(v, ()) if t != word and OSA.distance(word, t, score_cutoff=1) <= 1}
+                     for t in near.get(v, "").split("\x00") if t and t != word
+                     and OSA.distance(word, t, score_cutoff=1) <= 1}
             hit = cache[key] = "\x00".join(sorted(found)) or None
         return tuple(hit.split("\x00")) if hit else ()
 
