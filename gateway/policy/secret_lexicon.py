@@ -1444,8 +1444,9 @@ class Lexicon:
                        and any(ce <= gs and gs - ce <= (1 if weak else after_gap) for _, ce in nouns))
                    for gs, ge, label, weak in governors
                    if not (described and label == "choose") and (label != "issue" or category in _ISSUED)
-                   # (The name of your first pet is the answer itself, not a label for it.)
-                   and not (label == "name" and category == "security_answer")
+                   # (The name of your first pet is the answer itself, not a label for it; and "What is your
+                   # mother's maiden name?" asks for it, where "Is your PIN set?" asks whether.)
+                   and not (label in ("name", "before") and category == "security_answer")
                    and (label != "document" or category == "national_id")):
                 about.add(category)
                 continue
