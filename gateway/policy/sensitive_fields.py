@@ -233,6 +233,10 @@ _PIN_WORD: Final = _Words(("pin", "pincode", "पिन", "পিন", "પિ�
                                   "ପିନ୍", "පින්", "پن", "پِن", "بن", "пин", "πιν", "ピン", "핀"))
 # "Heslo", "jelszó", "hasło", "Parole" also mean a motto or slogan: a field that says so asks for one.
 _MOTTO: Final = _Words(_load_common().get("password_motto_context", ()))
+# (In the message, only its longer words: short ones meet ordinary words of other languages there.)
+_MOTTO_SAID: Final = _Words([w for w in _load_common().get("password_motto_context", ())
+                             if len(normalize_text(w).replace(" ", "")) >= 6])
+_MOTTO_CATEGORIES: Final = frozenset({"password", "passphrase"})  # ("tunnuslause": a passphrase, and a motto)
 # A building's entrance code given for a courier ("Šifra ulaza (za kurira)", "Apartman kapı şifresi (kurye
 # için)"): a door word in the field's own texts and a courier word in the form. Never a one-time code.
 _DOOR: Final = _Words(_load_common().get("door_context", ()))
@@ -723,9 +727,10 @@ class SensitiveFieldDetector:
                     # zapasowych Ci zostało?"), a text naming or describing it. ("Choose the password you
                     # want to use" over `wachtwoord` still asks: choosing a secret is setting one.)
                     continue
-                if category == "password" and any(
-                        t and _MOTTO.search(normalize_text(t)) for t in (field.name, title, description)):
-                    continue
+                if category in _MOTTO_CATEGORIES and (any(
+                        t and _MOTTO.search(normalize_text(t)) for t in (field.name, title, description))
+                        or _MOTTO_SAID.search(normalize_text(message))):
+                    continue  # (the message may say it: "A dictionary: propose a new entry" over "Heslo")
                 if category == "pin":
                     if postal is None:
                         pattern = field.schema.get("pattern")
@@ -851,8 +856,8 @@ class SensitiveFieldDetector:
                     _postal(message, *(f.name + " " + f.title + " " + f.description for f in fields))
                     or any(_postal_pattern(f) for f in fields)) and (category == "pin" or _pin_word(message)):
                 continue  # (the "code" of a postal "PIN code" is no one-time code)
-            if category == "password" and any(_MOTTO.search(normalize_text(t)) for f in able
-                                              for t in (f.name, f.title, f.description) if t):
+            if category in _MOTTO_CATEGORIES and any(_MOTTO.search(normalize_text(t)) for f in able
+                                                      for t in (f.name, f.title, f.description) if t):
                 continue  # "Navrhnite heslo plesu" over "Heslo plesu (motto)": a motto, not a password
             if category in _DOOR_CATEGORIES and all(_for_courier(f, message) for f in able):
                 continue
