@@ -236,7 +236,7 @@ _MOTTO: Final = _Words(_load_common().get("password_motto_context", ()))
 # (In the message, only its longer words: short ones meet ordinary words of other languages there.)
 _MOTTO_SAID: Final = _Words([w for w in _load_common().get("password_motto_context", ())
                              if len(normalize_text(w).replace(" ", "")) >= 6])
-_MOTTO_CATEGORIES: Final = frozenset({"password", "passphrase"})  # ("tunnuslause": a passphrase, and a motto)
+_MOTTO_CATEGORIES: Final = frozenset({"password"})  # (not "passphrase": "kulcs jelmondata" is one)
 # A building's entrance code given for a courier ("Šifra ulaza (za kurira)", "Apartman kapı şifresi (kurye
 # için)"): a door word in the field's own texts and a courier word in the form. Never a one-time code.
 _DOOR: Final = _Words(_load_common().get("door_context", ()))
@@ -856,8 +856,9 @@ class SensitiveFieldDetector:
                     _postal(message, *(f.name + " " + f.title + " " + f.description for f in fields))
                     or any(_postal_pattern(f) for f in fields)) and (category == "pin" or _pin_word(message)):
                 continue  # (the "code" of a postal "PIN code" is no one-time code)
-            if category in _MOTTO_CATEGORIES and any(_MOTTO.search(normalize_text(t)) for f in able
-                                                      for t in (f.name, f.title, f.description) if t):
+            if category in _MOTTO_CATEGORIES and (any(_MOTTO.search(normalize_text(t)) for f in able
+                                                       for t in (f.name, f.title, f.description) if t)
+                                                   or _MOTTO_SAID.search(normalize_text(message))):
                 continue  # "Navrhnite heslo plesu" over "Heslo plesu (motto)": a motto, not a password
             if category in _DOOR_CATEGORIES and all(_for_courier(f, message) for f in able):
                 continue

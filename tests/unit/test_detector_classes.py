@@ -1429,6 +1429,55 @@ HARMLESS_AFTER_BLIND21 = [
     form("Vet visit", p={"type": "string", "title": "Name of your pet"}),
 ]
 
+ASKS_AFTER_BLIND23 = [
+    # A misspelt word beside the rest of a noun of several words, in a label and after a long word put right.
+    form("Checkout", n={"type": "string", "title": "Nomor kartu kredti"}),
+    form("Connexion", p={"type": "string", "title": "Mot de passee actuel"}),
+    form("Nastavenie servera", k={"type": "string", "title": "Súkromný kúč (PEM)"}),
+    form("Wi-Fi setup", w={"type": "string", "title": "كلمة المرو للشبكة"}),
+    # An instruction or a prompt as the default; an ATM's code; a code card; a cut-short label with a parenthesis.
+    form("Import", n={"type": "string", "title": "Notes", "default": "paste the twelve words of your wallet backup here"}),
+    form("Setup", c={"type": "string", "title": "Connection", "default": "insert_your_secret_api_key_here"}),
+    form("Confirm payment", p={"type": "string", "title": "Value", "default": "Card PIN: ", "pattern": "^[0-9]{4}$"}),
+    form("Bankomatkarte entsperren", c={"type": "string", "title": "Bankomat-Code", "pattern": "^[0-9]{4}$"}),
+    form("Type the number from your code card.", c={"type": "string", "title": "Code 12"}),
+    form("SSH", k={"type": "string", "title": "Zas. klj. (id_rsa)"}),
+    # Security questions by what they ask; chosen from a list of phrases; a code while the service checks who you are.
+    form("Recovery: answer the security question you picked.",
+         q={"type": "string", "title": "Question", "enum": ["Name of your first pet", "Your first school"]},
+         a={"type": "string", "title": "Your answer"}),
+    form("Verify it's you.", a={"type": "string", "title": "What was the name of your first teacher?"}),
+    form("Récupération du compte", a={"type": "string", "title": "Nom de jeune fille de votre mère"}),
+    form("Confirm it's you to finish signing in.", c={"type": "string", "title": "Code"}),
+]
+
+HARMLESS_AFTER_BLIND23 = [
+    # A public key named further ("... SSH"); a notice as a default; a door code for the courier; a published
+    # fingerprint; a quiz; what a security question is for.
+    form("Dodajte javni ključ SSH.", p={"type": "string", "title": "Javni ključ (ssh-rsa ...)"}),
+    form("Info", i={"type": "string", "title": "Information", "default": "Your PIN is never stored by us."}),
+    form("Delivery tomorrow", d={"type": "string", "title": "Kod do drzwi dla kuriera (opcjonalnie)"}),
+    form("Publish your key", f={"type": "string", "title": "Fingerprint",
+                                "default": "SHA256:q9Yk0pN2vX3b1m5Lr7tWz8cD4fH6jK2s"}),
+    form("Quiz time! Answer the question you chose.", a={"type": "string", "title": "Your answer"}),
+    form("FAQ", q={"type": "string", "title": "What is your mother's maiden name used for?"}),
+]
+
+ASKS_AFTER_BLIND24 = [
+    # Boxes of one character each for a secret the message names; a security question as the title.
+    form("Sign-in from a new device: give us characters 3 and 6 of your memorable word.",
+         a={"type": "string", "title": "Character 3", "maxLength": 1},
+         b={"type": "string", "title": "Character 6", "maxLength": 1}),
+    form("Account recovery", a={"type": "string", "title": "What is your mother's maiden name?"}),
+]
+
+HARMLESS_AFTER_BLIND24 = [
+    # A headword of a dictionary; a payment reference; a national login's username.
+    form("Slovník: navrhněte nové heslo", h={"type": "string", "title": "Heslo (slovo)"}),
+    form("Multibanco", r={"type": "string", "title": "Referência Multibanco (9 dígitos)", "pattern": "^[0-9]{9}$"}),
+    form("Login with DigiD", u={"type": "string", "title": "DigiD-gebruikersnaam"}),
+]
+
 
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
@@ -1445,7 +1494,8 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (15, ASKS_AFTER_BLIND15), (16, ASKS_AFTER_BLIND16),
                                              (17, ASKS_AFTER_BLIND17), (18, ASKS_AFTER_BLIND18),
                                              (19, ASKS_AFTER_BLIND19), (20, ASKS_AFTER_BLIND20),
-                                             (21, ASKS_AFTER_BLIND21)) for p in ps]
+                                             (21, ASKS_AFTER_BLIND21), (23, ASKS_AFTER_BLIND23),
+                                             (24, ASKS_AFTER_BLIND24)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
@@ -1454,7 +1504,8 @@ ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5,
                                                  (14, HARMLESS_AFTER_BLIND14), (15, HARMLESS_AFTER_BLIND15),
                                                  (16, HARMLESS_AFTER_BLIND16), (17, HARMLESS_AFTER_BLIND17),
                                                  (18, HARMLESS_AFTER_BLIND18), (19, HARMLESS_AFTER_BLIND19),
-                                                 (20, HARMLESS_AFTER_BLIND20), (21, HARMLESS_AFTER_BLIND21)) for p in ps]
+                                                 (20, HARMLESS_AFTER_BLIND20), (21, HARMLESS_AFTER_BLIND21),
+                                                 (23, HARMLESS_AFTER_BLIND23), (24, HARMLESS_AFTER_BLIND24)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
