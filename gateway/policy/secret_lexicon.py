@@ -485,7 +485,11 @@ class Lexicon:
         self._typo_term_set = frozenset(b.typo_terms)
         # Words people really write are read as themselves, never as a misspelt secret noun (`real_words`:
         # generated from word-frequency lists, see scripts/lexicon_real_words.py).
-        self._known = frozenset(b.known_words | _COMMON_WORDS | frozenset(real_words))
+        # ("~team": a short real word, read as itself only beside the other words of a noun of several words,
+        # where short words are corrected too; elsewhere short words are left to the spelling readings.)
+        real = frozenset(real_words)
+        self._known = frozenset(b.known_words | _COMMON_WORDS | {w for w in real if not w.startswith("~")})
+        self._short_real = frozenset(w[1:] for w in real if w.startswith("~"))
         self._term_words = frozenset(b.term_words)
         word_deletes: dict[str, str] = {}
         for word in sorted(b.term_words):
@@ -626,8 +630,16 @@ class Lexicon:
 
     def misreads(self, word: str) -> bool:
         """Whether the spelling readings would take this folded word for a misspelt secret noun or description
-        word (scripts/lexicon_real_words.py keeps the real words among them)."""
-        return word not in self._known and _wordlike(word) and self._misspelt(word, True)
+        word, or for a misspelt word of a noun of several words (scripts/lexicon_real_words.py keeps the real
+        words among them)."""
+        return word not in self._known and _wordlike(word) and (
+            self._misspelt(word, True) or bool(self._phrase_targets(word)))
+
+    def near_noun_word(self, word: str) -> bool:
+        """Whether this folded word, unknown, is one edit from a word of a secret noun of several words (for
+        scripts/lexicon_real_words.py)."""
+        return word not in self._known and word not in self._short_real and _wordlike(word) \
+            and bool(self._phrase_targets(word))
 
     def _misspelt(self, word: str, label: bool) -> bool:
         """A word the spelling readings put right into a secret noun or a description word."""
@@ -739,7 +751,7 @@ class Lexicon:
         unknown = set(_letter_runs(folded)) - self._known
         if any(self._misspelt(word, label) for word in unknown):
             return True
-        if any(len(word) >= 3 and self._phrase_targets(word) for word in unknown) \
+        if any(len(word) >= 3 and word not in self._short_real and self._phrase_targets(word) for word in unknown) \
                 and self._phrase_typo(folded) is not None:
             return True
         # A label misspelt across its words ("mot de pase"): the whole label against every term.
@@ -1044,9 +1056,9 @@ class Lexicon:
         words = [w for w in _SEPARATORS.split(folded) if w]
         if len(words) < 2:
             return None
-        beside, known = self._phrase_beside, self._known
+        beside, known, short_real = self._phrase_beside, self._known, self._short_real
         for at, word in enumerate(words):
-            if len(word) < 3 or word in known or not _wordlike(word):
+            if len(word) < 3 or word in known or word in short_real or not _wordlike(word):
                 continue  # (only a word no dictionary knows can be misspelt: the common case ends here)
             for target in self._phrase_targets(word):
                 candidates = [*(beside.get(f"{target}<{words[at - 1]}", ()) if at else ()),
@@ -1059,7 +1071,7 @@ class Lexicon:
                     for written, right in zip(words[start:start + len(phrase)], phrase, strict=True):
                         if written == right:
                             exact += 1
-                        elif written is not word and (len(written) < 3 or written in known
+                        elif written is not word and (len(written) < 3 or written in known or written in short_real
                                                       or OSA.distance(written, right, score_cutoff=1) > 1):
                             break
                     else:
