@@ -1449,6 +1449,7 @@ ASKS_AFTER_BLIND23 = [
     form("Verify it's you.", a={"type": "string", "title": "What was the name of your first teacher?"}),
     form("Récupération du compte", a={"type": "string", "title": "Nom de jeune fille de votre mère"}),
     form("Confirm it's you to finish signing in.", c={"type": "string", "title": "Code"}),
+    form("Open the app", c={"type": "string", "title": "Enter the code you chose"}),
 ]
 
 HARMLESS_AFTER_BLIND23 = [
