@@ -527,15 +527,8 @@ class Lexicon:
                     beside.setdefault(f"{word}>{phrase[place + 1]}", []).append(entry)
         self._phrase_beside: dict[str, tuple[tuple[tuple[str, ...], int], ...]] = {
             k: tuple(v) for k, v in beside.items()}
-        # Those words of three letters or more by themselves and by each of their one-letter-less forms: a word
-        # is one edit from such a word only if it, or itself with one letter gone, is a key here (the value: the
-        # word, or several joined by NUL).
-        near: dict[str, str] = {}
-        for word in phrase_words:
-            if len(word) >= 3:
-                for variant in {word, *(word[:i] + word[i + 1:] for i in range(len(word)))}:
-                    near[variant] = f"{near[variant]}\x00{word}" if variant in near else word
-        self._phrase_near: dict[str, str] = near
+        self._phrase_near: dict[str, str] | None = None
+        self._near_words()
         self._undotted_cache: dict[str, str | None] = {}
         # First four letters of the secret nouns of several words: a whole label is only checked against them.
         heads: dict[str, set[int]] = {}
@@ -589,14 +582,16 @@ class Lexicon:
         self._fast_soft_from = len(strong_keys)
         self._fast_backwards_from = len(strong_keys) + len(soft_keys)
 
-    _DERIVED: Final = frozenset({"_payload_list", "_matcher", "_soft_payloads", "_fast_all"})
+    _DERIVED: Final = frozenset({"_payload_list", "_matcher", "_soft_payloads", "_fast_all", "_phrase_near"})
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in self._DERIVED}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._phrase_near = None
         self._index()
+        self._near_words()
 
     # -- public --------------------------------------------------------------
 
@@ -1035,6 +1030,20 @@ class Lexicon:
         # A long word put right may leave a short one misspelt beside it ("obnovitvni stavk").
         return self._phrase_typo(text) or text
 
+    def _near_words(self) -> dict[str, str]:
+        """The words of the nouns of several words, three letters or more, by themselves and by each of their
+        one-letter-less forms (several joined by NUL): a word is one edit from such a word only if it, or
+        itself with one letter gone, is a key here. Built with the lexicon and again when it is read back, never
+        stored in the cache: unpickling it took three times as long as building it."""
+        if self._phrase_near is None:
+            near: dict[str, str] = {}
+            for word in sorted({key.partition("<")[0].partition(">")[0] for key in self._phrase_beside}):
+                if len(word) >= 3:
+                    for variant in {word, *(word[:i] + word[i + 1:] for i in range(len(word)))}:
+                        near[variant] = f"{near[variant]}\x00{word}" if variant in near else word
+            self._phrase_near = near
+        return self._phrase_near
+
     def _phrase_targets(self, word: str) -> tuple[str, ...]:
         """The words of secret nouns of several words that `word` misspells by one edit (answers kept: unknown
         words recur, "indoor", a brand)."""
@@ -1042,7 +1051,7 @@ class Lexicon:
         key = "\x02" + word
         hit = cache.get(key, "")
         if hit == "":
-            near = self._phrase_near
+            near = self._near_words()
             found = {t for v in (word, *(word[:i] + word[i + 1:] for i in range(len(word))))
                      for t in near.get(v, "").split("\x00") if t and t != word
                      and OSA.distance(word, t, score_cutoff=1) <= 1}
