@@ -4,15 +4,36 @@ from __future__ import annotations
 
 import copy
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import coverage
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "corpus"))
 from accuracy import Scores, load_corpus, run_explain, score
 
 from gateway.policy.sensitive_fields import SensitiveFieldDetector
+
+
+@pytest.fixture
+def untraced() -> Iterator[None]:
+    """The blind sets' floors decide about 25,000 forms: under `coverage run` (make test) line tracing makes
+    them three times slower, the longest file of the suite, while the corpus and class tests measure the same
+    code. Tracing pauses for them and resumes after."""
+    current = coverage.Coverage.current()
+    if current is None:
+        yield
+        return
+    current.stop()
+    try:
+        yield
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ("already imported": the modules it measured before the pause)
+            current.start()
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +171,8 @@ BLIND_FLOORS = [
 
 @pytest.mark.parametrize(("folder", "forms", "blocked", "false_blocks", "altered"), BLIND_FLOORS,
                          ids=[f[0] for f in BLIND_FLOORS])
-def test_blind_set_does_not_regress(folder: str, forms: int, blocked: int, false_blocks: int, altered: int) -> None:
+def test_blind_set_does_not_regress(folder: str, forms: int, blocked: int, false_blocks: int, altered: int,
+                                    untraced: None) -> None:
     rows = load_corpus(Path(__file__).resolve().parents[1] / "corpus" / folder)
     s = score(rows, run_explain(rows))
     assert s.total >= forms
@@ -169,7 +191,7 @@ _LOOK_ALIKES = str.maketrans({"a": "а", "e": "е", "o": "о", "p": "р", "c": "
     lambda t: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in t),  # fullwidth
     lambda t: "\u202e" + t[::-1] + "\u202c",  # right-to-left override
 ], ids=["zero-width", "look-alikes", "fullwidth", "rlo"])
-def test_blind_set_1_holds_under_evasion_classes(evasion: Any) -> None:
+def test_blind_set_1_holds_under_evasion_classes(evasion: Any, untraced: None) -> None:
     """Every field title of blind set 1 rewritten with one evasion class: asks stay blocked, harmless forms pass."""
     detector = SensitiveFieldDetector()
     rows = load_corpus(Path(__file__).resolve().parents[1] / "corpus" / "blind1")
@@ -191,7 +213,7 @@ def test_blind_set_1_holds_under_evasion_classes(evasion: Any) -> None:
 
 
 @pytest.mark.parametrize("evasion", ["dots", "spaced", "hyphen", "markdown", "middle-dot"])
-def test_blind_sets_hold_under_separators(evasion: str) -> None:
+def test_blind_sets_hold_under_separators(evasion: str, untraced: None) -> None:
     """The longest word of every title of blind sets 1 and 2 cut by separators (tests/corpus/evasion_stress.py):
     asks stay blocked and harmless forms pass, within the figures of docs/policy-accuracy.md."""
     from evasion_stress import CLASSES, blind_rows, stress
