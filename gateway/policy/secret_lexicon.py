@@ -516,8 +516,7 @@ class Lexicon:
             term = next((e for e in entries if e.kind == TERM and not e.weak and e.exact is None and e.internal), None)
             if term is None or not key.isalpha():
                 continue
-            edges = [0, *sorted(term.internal), len(key)]
-            phrase = tuple(key[a:z] for a, z in pairwise(edges))
+            phrase = _key_words(key, term.internal)
             phrase_words.update(phrase)
             for place, word in enumerate(phrase):
                 entry = (phrase, place)
@@ -527,8 +526,7 @@ class Lexicon:
                     beside.setdefault(f"{word}>{phrase[place + 1]}", []).append(entry)
         self._phrase_beside: dict[str, tuple[tuple[tuple[str, ...], int], ...]] = {
             k: tuple(v) for k, v in beside.items()}
-        self._phrase_near: dict[str, str] | None = None
-        self._near_words()
+        self._phrase_near = _near_index(self._phrase_beside)
         self._undotted_cache: dict[str, str | None] = {}
         # First four letters of the secret nouns of several words: a whole label is only checked against them.
         heads: dict[str, set[int]] = {}
@@ -589,9 +587,8 @@ class Lexicon:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._phrase_near = None
         self._index()
-        self._near_words()
+        self._phrase_near = _near_index(self._phrase_beside)
 
     # -- public --------------------------------------------------------------
 
@@ -1030,20 +1027,6 @@ class Lexicon:
         # A long word put right may leave a short one misspelt beside it ("obnovitvni stavk").
         return self._phrase_typo(text) or text
 
-    def _near_words(self) -> dict[str, str]:
-        """The words of the nouns of several words, three letters or more, by themselves and by each of their
-        one-letter-less forms (several joined by NUL): a word is one edit from such a word only if it, or
-        itself with one letter gone, is a key here. Built with the lexicon and again when it is read back, never
-        stored in the cache: unpickling it took three times as long as building it."""
-        if self._phrase_near is None:
-            near: dict[str, str] = {}
-            for word in sorted({key.partition("<")[0].partition(">")[0] for key in self._phrase_beside}):
-                if len(word) >= 3:
-                    for variant in {word, *(word[:i] + word[i + 1:] for i in range(len(word)))}:
-                        near[variant] = f"{near[variant]}\x00{word}" if variant in near else word
-            self._phrase_near = near
-        return self._phrase_near
-
     def _phrase_targets(self, word: str) -> tuple[str, ...]:
         """The words of secret nouns of several words that `word` misspells by one edit (answers kept: unknown
         words recur, "indoor", a brand)."""
@@ -1051,7 +1034,7 @@ class Lexicon:
         key = "\x02" + word
         hit = cache.get(key, "")
         if hit == "":
-            near = self._near_words()
+            near = self._phrase_near
             found = {t for v in (word, *(word[:i] + word[i + 1:] for i in range(len(word))))
                      for t in near.get(v, "").split("\x00") if t and t != word
                      and OSA.distance(word, t, score_cutoff=1) <= 1}
@@ -1149,8 +1132,7 @@ class Lexicon:
             for key, (_, entries, *_) in self._payload_of.items():
                 for e in entries:
                     if e.kind == TERM and not e.weak and e.exact is None and key.isalpha():
-                        edges = [0, *sorted(e.internal), len(key)]
-                        phrase = tuple(key[a:b] for a, b in pairwise(edges))
+                        phrase = _key_words(key, e.internal)
                         if len(phrase) == 1:
                             singles.setdefault(phrase[0], []).append(phrase)
                         else:
@@ -1170,8 +1152,7 @@ class Lexicon:
         breaks = next((sorted(e.internal) for e in payload[1] if e.kind == TERM and e.internal), None)
         if not breaks:
             return key
-        edges = [0, *breaks, len(key)]
-        return " ".join(key[a:b] for a, b in pairwise(edges))
+        return " ".join(_key_words(key, breaks))
 
     def _correct(self, word: str, label: bool) -> str | None:
         """The lexicon word `word` misspells or abbreviates, if any (labels only get the bolder fixes)."""
@@ -1557,6 +1538,25 @@ class Lexicon:
 _NON_WORD: Final = re.compile(r"[\W_]+")
 _CJK_OR_HANGUL: Final = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 _NOUN_CONCEPTS: Final = frozenset({"key_word", "code_word", "codes"})
+
+
+def _key_words(key: str, internal: Iterable[int]) -> tuple[str, ...]:
+    """A squashed lexicon key cut back into its words at its entry's word bounds ("motdepasse" -> mot, de, passe)."""
+    edges = [0, *sorted(internal), len(key)]
+    return tuple(key[a:z] for a, z in pairwise(edges))
+
+
+def _near_index(beside: Mapping[str, tuple[tuple[tuple[str, ...], int], ...]]) -> dict[str, str]:
+    """The words of the nouns of several words, three letters or more, by themselves and by each of their
+    one-letter-less forms (several joined by NUL): a word is one edit from such a word only if it, or itself
+    with one letter gone, is a key here. Built with the lexicon and again when it is read back, never stored
+    in the cache: unpickling it took three times as long as building it."""
+    near: dict[str, str] = {}
+    for word in sorted({phrase[place] for entries in beside.values() for phrase, place in entries}):
+        if len(word) >= 3:
+            for variant in {word, *(word[:i] + word[i + 1:] for i in range(len(word)))}:
+                near[variant] = f"{near[variant]}\x00{word}" if variant in near else word
+    return near
 
 
 def _written(exact: str, original: str) -> bool:

@@ -356,6 +356,13 @@ def _digit_parts(fields: list[_Field], category: str) -> bool:
         or _GRID_CELL.search(f.title) is not None for f in fields)
 
 
+def _says_motto(fields: list[_Field], message: str) -> bool:
+    """Whether a field's own texts, or the message in its longer words, give the password word its other
+    sense: a slogan, a motto, a dictionary's headword ("A dictionary: propose a new entry" over "Heslo")."""
+    return any(_MOTTO.search(normalize_text(t)) for f in fields for t in (f.name, f.title, f.description) if t) \
+        or _MOTTO_SAID.search(normalize_text(message))
+
+
 def _for_courier(field: _Field, message: str) -> bool:
     """Whether the field asks for a building's door or entrance code for a courier."""
     own = normalize_text(" ".join((field.name, field.title, field.description)))
@@ -727,10 +734,8 @@ class SensitiveFieldDetector:
                     # zapasowych Ci zostało?"), a text naming or describing it. ("Choose the password you
                     # want to use" over `wachtwoord` still asks: choosing a secret is setting one.)
                     continue
-                if category in _MOTTO_CATEGORIES and (any(
-                        t and _MOTTO.search(normalize_text(t)) for t in (field.name, title, description))
-                        or _MOTTO_SAID.search(normalize_text(message))):
-                    continue  # (the message may say it: "A dictionary: propose a new entry" over "Heslo")
+                if category in _MOTTO_CATEGORIES and _says_motto([field], message):
+                    continue
                 if category == "pin":
                     if postal is None:
                         pattern = field.schema.get("pattern")
@@ -856,9 +861,7 @@ class SensitiveFieldDetector:
                     _postal(message, *(f.name + " " + f.title + " " + f.description for f in fields))
                     or any(_postal_pattern(f) for f in fields)) and (category == "pin" or _pin_word(message)):
                 continue  # (the "code" of a postal "PIN code" is no one-time code)
-            if category in _MOTTO_CATEGORIES and (any(_MOTTO.search(normalize_text(t)) for f in able
-                                                       for t in (f.name, f.title, f.description) if t)
-                                                   or _MOTTO_SAID.search(normalize_text(message))):
+            if category in _MOTTO_CATEGORIES and _says_motto(able, message):
                 continue  # "Navrhnite heslo plesu" over "Heslo plesu (motto)": a motto, not a password
             if category in _DOOR_CATEGORIES and all(_for_courier(f, message) for f in able):
                 continue

@@ -1454,13 +1454,12 @@ ASKS_AFTER_BLIND23 = [
 
 HARMLESS_AFTER_BLIND23 = [
     # A public key named further ("... SSH"); a notice as a default; a door code for the courier; a published
-    # fingerprint; a quiz; what a security question is for.
+    # fingerprint; what a security question is for (a quiz's answer: HARMLESS_AFTER_BLIND20).
     form("Dodajte javni ključ SSH.", p={"type": "string", "title": "Javni ključ (ssh-rsa ...)"}),
     form("Info", i={"type": "string", "title": "Information", "default": "Your PIN is never stored by us."}),
     form("Delivery tomorrow", d={"type": "string", "title": "Kod do drzwi dla kuriera (opcjonalnie)"}),
     form("Publish your key", f={"type": "string", "title": "Fingerprint",
                                 "default": "SHA256:q9Yk0pN2vX3b1m5Lr7tWz8cD4fH6jK2s"}),
-    form("Quiz time! Answer the question you chose.", a={"type": "string", "title": "Your answer"}),
     form("FAQ", q={"type": "string", "title": "What is your mother's maiden name used for?"}),
 ]
 
