@@ -218,3 +218,29 @@ def test_an_older_builds_file_is_removed_when_a_new_one_is_written(built: Lexico
 def test_the_unpickler_resolves_no_other_name() -> None:
     with pytest.raises(pickle.UnpicklingError, match=r"pathlib\.PosixPath is not part of a lexicon"):
         lexicon_cache._LexiconUnpickler(io.BytesIO(pickle.dumps(Path("/")))).load()
+
+
+@pytest.mark.parametrize("enabled_before", [True, False])
+def test_the_collector_is_paused_while_the_lexicon_loads_and_left_as_it_was(
+        built: Lexicon, folder: Path, enabled_before: bool) -> None:
+    import gc
+
+    seen: list[bool] = []
+
+    def build() -> Lexicon:
+        seen.append(gc.isenabled())
+        return built
+
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled_before else gc.disable)()
+        cached_lexicon(build, Lexicon, folder=str(folder))  # built and written
+        assert seen == [False]
+        assert gc.isenabled() is enabled_before
+        cached_lexicon(_never, Lexicon, folder=str(folder))  # read back
+        assert gc.isenabled() is enabled_before
+        with pytest.raises(AssertionError):  # a failing build restores it too
+            cached_lexicon(_never, Lexicon, folder=str(folder / "other"))
+        assert gc.isenabled() is enabled_before
+    finally:
+        (gc.enable if was else gc.disable)()
