@@ -112,6 +112,16 @@ _AFTER_GAP: Final = 3
 _CLAUSE_WIDE: Final = 40  # "why", "how many": their question covers the clause that follows
 """How far (in squashed characters) a governor word may stand from the secret noun it governs."""
 _UNSPACED_GOVERNOR_GAP: Final = 8
+_DOT_BEFORE: Final = re.compile(r"[^\W\d_]\.\s+(\w)")
+
+
+def _cuts_words(text: str) -> bool:
+    """Whether a sentence holds two dots that cut words short, not sentences: each followed by a small letter
+    ("Resp. a su preg. de seg.": a description; "Enter the code. Then press OK" ends a sentence)."""
+    return sum(bool(m.group(1).islower()) for m in _DOT_BEFORE.finditer(text)) >= 2
+
+
+_UNDOT_CLAUSES: Final = re.compile(r"[:;!?¿¡|\n]\s*")  # clauses of a label with cut words (a dot there cuts a word)
 _DOTTED_TOKEN: Final = re.compile(r"[^\W\d_]+(?:\.(?!\w))?")  # a word, with the dot that cuts it short (not a domain's)
 # The secret nouns that begin with one word: those of one word, those of more by their second word, and those
 # second words sorted (for the cut words of `Lexicon._undot`).
@@ -662,6 +672,8 @@ class Lexicon:
         folded = normalize_text(text)
         if _may_be_leet(folded) or _KEY_KIND_INSIDE.search(folded):
             return True
+        if "." in folded and _DOT_BEFORE.search(folded) and self._undotted(folded) is not None:
+            return True  # words cut short spell a noun ("Resp. a su preg. de seg.")
         squashed = squash(folded)
         soft_from, backwards_from = self._fast_soft_from, self._fast_backwards_from
         payloads = self._soft_payloads
@@ -766,7 +778,7 @@ class Lexicon:
             capital_reading = normalize_text(camel_marked(capitals))
             if capital_reading != folded and self.may_name_secret(capitals):
                 readings.append(capital_reading)
-        if not prose and "." in folded:
+        if "." in folded and (not prose or _cuts_words(text)):
             undotted = self._undotted(_PARENS.sub(" ", folded))  # (a parenthesis annotates: read apart)
             if undotted is not None:
                 readings.append(undotted)  # "Súkr. kľúč", "Gl. klj.": the cut words put back
@@ -1079,7 +1091,14 @@ class Lexicon:
             return cache[folded]
         if len(cache) > 4096:
             cache.clear()
-        cache[folded] = result = self._undot(folded)
+        result = self._undot(folded)
+        if result is None and len(_DOTTED_TOKEN.findall(folded)) > 8:
+            # A long text: each clause on its own ("Resp. a su preg. de seg.: ¿nombre de su 1ª mascota?").
+            clauses = [c for c in _UNDOT_CLAUSES.split(folded) if c.strip()]
+            undone = [self._undot(c) if len(clauses) > 1 else None for c in clauses]
+            if any(u is not None for u in undone):
+                result = ", ".join(u if u is not None else c for u, c in zip(undone, clauses, strict=True))
+        cache[folded] = result
         return result
 
     def _undot(self, folded: str) -> str | None:

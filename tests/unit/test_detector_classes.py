@@ -1479,6 +1479,24 @@ HARMLESS_AFTER_BLIND24 = [
 ]
 
 
+ASKS_AFTER_BLIND25 = [
+    # Cut words in a description of several clauses; the words of a recovery phrase asked one by one.
+    form("Verificación", r={"type": "string", "title": "Respuesta",
+                            "description": "Resp. a su preg. de seg.: ¿ciudad donde nació su padre?"}),
+    form("Back up check: type words 2, 5 and 9 of your recovery phrase.",
+         a={"type": "string", "title": "Word 2"}, b={"type": "string", "title": "Word 5"},
+         c={"type": "string", "title": "Word 9"}),
+]
+
+HARMLESS_AFTER_BLIND25 = [
+    # The name of an API key (Urdu: the possessive before the name); a sentence that ends after a noun.
+    form("API", n={"type": "string", "title": "API key کا نام"}),
+    form("Word game", w={"type": "string", "title": "Word 3", "description": "Your guess for the third word."}),
+    form("Feedback", c={"type": "string", "title": "Comment",
+                        "description": "Tell us about the new code. Then press send. Thanks."}),
+]
+
+
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
     assert decode_escapes("SGFzxYJvIGtvbnRh") == "Hasło konta"
@@ -1495,7 +1513,7 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (17, ASKS_AFTER_BLIND17), (18, ASKS_AFTER_BLIND18),
                                              (19, ASKS_AFTER_BLIND19), (20, ASKS_AFTER_BLIND20),
                                              (21, ASKS_AFTER_BLIND21), (23, ASKS_AFTER_BLIND23),
-                                             (24, ASKS_AFTER_BLIND24)) for p in ps]
+                                             (24, ASKS_AFTER_BLIND24), (25, ASKS_AFTER_BLIND25)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
@@ -1505,7 +1523,8 @@ ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5,
                                                  (16, HARMLESS_AFTER_BLIND16), (17, HARMLESS_AFTER_BLIND17),
                                                  (18, HARMLESS_AFTER_BLIND18), (19, HARMLESS_AFTER_BLIND19),
                                                  (20, HARMLESS_AFTER_BLIND20), (21, HARMLESS_AFTER_BLIND21),
-                                                 (23, HARMLESS_AFTER_BLIND23), (24, HARMLESS_AFTER_BLIND24)) for p in ps]
+                                                 (23, HARMLESS_AFTER_BLIND23), (24, HARMLESS_AFTER_BLIND24),
+                                                 (25, HARMLESS_AFTER_BLIND25)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
