@@ -885,7 +885,9 @@ class Lexicon:
                 for clause in _CLAUSES.split(fixed):
                     if clause:
                         governed |= self._scan_clause(clause, prose, fixed_found, fixed_about, original, set(), set())
-                unasked = (asked & fixed_about) - fixed_found
+                # (Not a security question's answer: the question's own words are read as misspelt governors
+                # too easily, "kā sauca" as "saura", a count.)
+                unasked = (asked & fixed_about) - fixed_found - {"security_answer"}
                 asked -= unasked
                 about |= unasked
         if asked or about or governed:
@@ -1390,8 +1392,11 @@ class Lexicon:
                 nouns.extend((cs, ce) for cs, ce, label in concept_hits
                              if label in _NOUN_CONCEPTS and any(label in alt for alt in needs))
                 # A blocker asks about something else only when it comes first ("Which email do you use
-                # to log in?"), not when it is a landmark ("what you type after your e-mail address").
-                if not any(label in blockers and cs < min(u for u, _ in used) for cs, _, label in concept_hits):
+                # to log in?"), not when it is a landmark ("what you type after your e-mail address"); one that
+                # starts where the concept does is a longer phrase of another sense ("BEGIN PGP PUBLIC KEY").
+                first = min(used)
+                if not any(label in blockers and (cs < first[0] or (cs, ce) > first) for cs, ce, label in concept_hits
+                           if cs <= first[0]):
                     concept_words.extend(used)
                     span = (min(cs for cs, _ in used), max(ce for _, ce in used))
                     concept_spans.add(span)
