@@ -398,3 +398,15 @@ async def test_an_append_on_one_replica_wakes_a_subscriber_on_another(redis_pref
     finally:
         await a.close()
         await b.close()
+
+
+def test_the_redis_client_parses_replies_with_hiredis() -> None:
+    # The Redis state's round trips are parsed in C (hiredis, a dependency: docs/performance.md); redis-py
+    # falls back to its pure-Python parser silently when hiredis is missing.
+    from redis.asyncio.connection import DefaultParser
+
+    from gateway.state.redis_client import connect_redis
+
+    client = connect_redis("redis://127.0.0.1:6379/15")
+    assert DefaultParser.__name__ == "_AsyncHiredisParser"
+    assert client.connection_pool.connection_kwargs.get("parser_class", DefaultParser) is DefaultParser
