@@ -1497,6 +1497,27 @@ HARMLESS_AFTER_BLIND25 = [
 ]
 
 
+ASKS_AFTER_BLIND26 = [
+    # A security question in the message and its answer field (the question's words are no misspelt governor);
+    # a recovery phrase's words in two boxes; a private key file still asked for.
+    form("Drošības jautājums: kā sauca jūsu pirmo mājdzīvnieku?", a={"type": "string", "title": "Atbilde"}),
+    form("Atkopšana: ievadiet savas atkopšanas frāzes vārdus.", a={"type": "string", "title": "Vārdi 1-12"},
+         b={"type": "string", "title": "Vārdi 13-24"}),
+    form("Deploy", k={"type": "string", "title": "Key", "description": "Paste it from -----BEGIN to the end"}),
+]
+
+HARMLESS_AFTER_BLIND26 = [
+    # Where a key is kept (a location); a public key by its file or header; fields of place and time under
+    # a message that only mentions a code.
+    form("Facility", w={"type": "string", "title": "Where is the spare key kept?"}),
+    form("Keys", w={"type": "string", "title": "Wo befindet sich der Schlüsseltresor?"}),
+    form("CI", k={"type": "string", "title": "Public key", "description": "Starts with -----BEGIN PGP PUBLIC KEY BLOCK-----"}),
+    form("Buildserver", k={"type": "string", "title": "Publieke SSH-sleutel", "description": "Inhoud van id_ed25519.pub"}),
+    form("Self check-in: the key box code is sent the day before you arrive.",
+         t={"type": "string", "title": "Expected arrival time"}, g={"type": "integer", "title": "Guests"}),
+]
+
+
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
     assert decode_escapes("SGFzxYJvIGtvbnRh") == "Hasło konta"
@@ -1513,7 +1534,8 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (17, ASKS_AFTER_BLIND17), (18, ASKS_AFTER_BLIND18),
                                              (19, ASKS_AFTER_BLIND19), (20, ASKS_AFTER_BLIND20),
                                              (21, ASKS_AFTER_BLIND21), (23, ASKS_AFTER_BLIND23),
-                                             (24, ASKS_AFTER_BLIND24), (25, ASKS_AFTER_BLIND25)) for p in ps]
+                                             (24, ASKS_AFTER_BLIND24), (25, ASKS_AFTER_BLIND25),
+                                             (26, ASKS_AFTER_BLIND26)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
@@ -1524,7 +1546,7 @@ ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5,
                                                  (18, HARMLESS_AFTER_BLIND18), (19, HARMLESS_AFTER_BLIND19),
                                                  (20, HARMLESS_AFTER_BLIND20), (21, HARMLESS_AFTER_BLIND21),
                                                  (23, HARMLESS_AFTER_BLIND23), (24, HARMLESS_AFTER_BLIND24),
-                                                 (25, HARMLESS_AFTER_BLIND25)) for p in ps]
+                                                 (25, HARMLESS_AFTER_BLIND25), (26, HARMLESS_AFTER_BLIND26)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
