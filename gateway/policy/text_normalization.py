@@ -439,8 +439,9 @@ def _mark_run(match: re.Match[str]) -> str:
     # camelCase / PascalCase: every part is a word ("Key", "value") or an acronym ("API"). Random case
     # flips ("heMMeliGE", "lAPskAuseN") are not word boundaries: the run stays one word.
     # Short parts only at the end of a short identifier ("wifiPw", "apiKeyId").
+    # Nor is a single letter at either end ("pIn", "TuS": case flipped to hide a word).
     if all(_CAMEL_PART.fullmatch(part) for part in parts) and all(len(part) >= 3 for part in parts[1:-1]) and (
-            len(parts[-1]) >= 3 or len(parts) <= 3):
+            len(parts[-1]) >= 3 or len(parts) <= 3) and len(parts[0]) >= 2 and len(parts[-1]) >= 2:
         return CAMEL_MARK.join(parts)
     return run
 

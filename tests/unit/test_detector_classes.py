@@ -1504,6 +1504,9 @@ ASKS_AFTER_BLIND26 = [
     form("Atkopšana: ievadiet savas atkopšanas frāzes vārdus.", a={"type": "string", "title": "Vārdi 1-12"},
          b={"type": "string", "title": "Vārdi 13-24"}),
     form("Deploy", k={"type": "string", "title": "Key", "description": "Paste it from -----BEGIN to the end"}),
+    # Case flipped to hide a short word: "pIn De TuS" is no camelCase "p In De Tu S" (whose "in de t" a
+    # governor of another language reads).
+    form("Retiro sin tarjeta", p={"type": "string", "title": "pIn De TuS 4 cIfRaS", "maxLength": 4}),
 ]
 
 HARMLESS_AFTER_BLIND26 = [
