@@ -1507,6 +1507,7 @@ ASKS_AFTER_BLIND26 = [
     # Case flipped to hide a short word: "pIn De TuS" is no camelCase "p In De Tu S" (whose "in de t" a
     # governor of another language reads).
     form("Retiro sin tarjeta", p={"type": "string", "title": "pIn De TuS 4 cIfRaS", "maxLength": 4}),
+    form("Account check", t={"type": "string", "title": "Name of your first primary school teacher"}),
 ]
 
 HARMLESS_AFTER_BLIND26 = [
@@ -1516,6 +1517,8 @@ HARMLESS_AFTER_BLIND26 = [
     form("Keys", w={"type": "string", "title": "Wo befindet sich der Schlüsseltresor?"}),
     form("CI", k={"type": "string", "title": "Public key", "description": "Starts with -----BEGIN PGP PUBLIC KEY BLOCK-----"}),
     form("Buildserver", k={"type": "string", "title": "Publieke SSH-sleutel", "description": "Inhoud van id_ed25519.pub"}),
+    # A public key with its kind between the words (drafted for every language, "öffentlicher SSH-Schlüssel").
+    form("Serverzugang", k={"type": "string", "title": "Öffentlicher SSH-Schlüssel"}),
     form("Self check-in: the key box code is sent the day before you arrive.",
          t={"type": "string", "title": "Expected arrival time"}, g={"type": "integer", "title": "Guests"}),
 ]
