@@ -1489,7 +1489,8 @@ ASKS_AFTER_BLIND25 = [
 ]
 
 HARMLESS_AFTER_BLIND25 = [
-    # The name of an API key (Urdu: the possessive before the name); a sentence that ends after a noun.
+    # The name of an API key (Urdu: the possessive before the name); guards: a word game's "Word 3", a sentence
+    # that ends after a noun (not cut words).
     form("API", n={"type": "string", "title": "API key کا نام"}),
     form("Word game", w={"type": "string", "title": "Word 3", "description": "Your guess for the third word."}),
     form("Feedback", c={"type": "string", "title": "Comment",
@@ -1501,8 +1502,9 @@ ASKS_AFTER_BLIND26 = [
     # A security question in the message and its answer field (the question's words are no misspelt governor);
     # a recovery phrase's words in two boxes; a private key file still asked for.
     form("Drošības jautājums: kā sauca jūsu pirmo mājdzīvnieku?", a={"type": "string", "title": "Atbilde"}),
-    form("Atkopšana: ievadiet savas atkopšanas frāzes vārdus.", a={"type": "string", "title": "Vārdi 1-12"},
-         b={"type": "string", "title": "Vārdi 13-24"}),
+    form("Piniginės atkūrimas: įveskite savo atkūrimo frazės žodžius.", a={"type": "string", "title": "Žodis 1"},
+         b={"type": "string", "title": "Žodis 2"}, c={"type": "string", "title": "Žodis 3"}),
+    # (A guard, not a fix: a private key file is still asked for now that public ones are not.)
     form("Deploy", k={"type": "string", "title": "Key", "description": "Paste it from -----BEGIN to the end"}),
     # Case flipped to hide a short word: "pIn De TuS" is no camelCase "p In De Tu S" (whose "in de t" a
     # governor of another language reads).
@@ -1513,9 +1515,11 @@ ASKS_AFTER_BLIND26 = [
 HARMLESS_AFTER_BLIND26 = [
     # Where a key is kept (a location); a public key by its file or header; fields of place and time under
     # a message that only mentions a code.
+    # (English had its where-questions before; a guard.)
     form("Facility", w={"type": "string", "title": "Where is the spare key kept?"}),
     form("Keys", w={"type": "string", "title": "Wo befindet sich der Schlüsseltresor?"}),
     form("CI", k={"type": "string", "title": "Public key", "description": "Starts with -----BEGIN PGP PUBLIC KEY BLOCK-----"}),
+    # (A guard: read as public before this round too.)
     form("Buildserver", k={"type": "string", "title": "Publieke SSH-sleutel", "description": "Inhoud van id_ed25519.pub"}),
     # A public key with its kind between the words (drafted for every language, "öffentlicher SSH-Schlüssel").
     form("Serverzugang", k={"type": "string", "title": "Öffentlicher SSH-Schlüssel"}),
