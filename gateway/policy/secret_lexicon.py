@@ -1620,6 +1620,8 @@ def _acronym_shown(key: str, original: str) -> bool:
     if re.search(rf"(?<![A-Za-z]){re.escape(key.upper())}(?![a-z])", visible):
         return True
     words = [w for w in _SEPARATORS.split(INVISIBLE.sub("", original).strip()) if w]
+    if any(w != w.lower() and w != w.capitalize() and normalize_text(w) == key for w in words):
+        return True  # case flipped inside the word to hide it ("NiP", "oIb"): no ordinary word is written so
     if not original.isascii():
         bare = "".join(c for c in unicodedata.normalize("NFD", INVISIBLE.sub("", original))
                        if not unicodedata.combining(c))

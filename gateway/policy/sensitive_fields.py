@@ -274,7 +274,7 @@ _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
     "word", "wort", "mot", "palabra", "palavra", "parola", "woord", "słowo", "slovo", "слово", "kelime", "sana",
     "sõnad", "sõna", "vārdi", "žodžiai", "szavak", "cuvinte", "думи", "λέξεις", "מילים", "كلمات", "शब्द", "単語",
     "단어", "单词", "單詞", "kata", "maneno", "sözlər", "ord", "orð", "riječi", "reči", "besede", "vārds", "žodis",
-    "szó", "cuvânt", "дума", "λέξη", "מילה", "كلمة", "faclan", "facal",
+    "szó", "cuvânt", "дума", "λέξη", "מילה", "كلمة", "faclan", "facal", "คำ", "คำที่",
     "inhoud", "contents", "file", "bestand", "datei", "inhalt", "fichier", "contenu", "contenido", "archivo",
     "conteúdo", "arquivo", "van", "het", "des", "der", "de", "nyūryoku", "入力", "입력", "输入", "輸入",
     # So do the words for the digits themselves ("अंक" over "the 16 digits printed on the card").

@@ -1528,6 +1528,19 @@ HARMLESS_AFTER_BLIND26 = [
 ]
 
 
+ASKS_AFTER_BLIND28 = [
+    # A short acronym with its case flipped inside ("NiP", "oIb") counts as written in capitals.
+    form("Retrait au guichet", n={"type": "string", "title": "Ton NiP à 4 chiffres"}),
+    form("e-Građani", o={"type": "string", "title": "Upišite svoj oIb"}),
+]
+
+HARMLESS_AFTER_BLIND28 = [
+    # (Guards: a title-case word is no flipped acronym.)
+    form("Map", p={"type": "string", "title": "Pin colour"}),
+    form("Make-up", t={"type": "string", "title": "Tan skin tone"}),
+]
+
+
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
     assert decode_escapes("SGFzxYJvIGtvbnRh") == "Hasło konta"
@@ -1545,7 +1558,8 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (19, ASKS_AFTER_BLIND19), (20, ASKS_AFTER_BLIND20),
                                              (21, ASKS_AFTER_BLIND21), (23, ASKS_AFTER_BLIND23),
                                              (24, ASKS_AFTER_BLIND24), (25, ASKS_AFTER_BLIND25),
-                                             (26, ASKS_AFTER_BLIND26)) for p in ps]
+                                             (26, ASKS_AFTER_BLIND26),
+                                             (28, ASKS_AFTER_BLIND28)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
@@ -1556,7 +1570,8 @@ ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5,
                                                  (18, HARMLESS_AFTER_BLIND18), (19, HARMLESS_AFTER_BLIND19),
                                                  (20, HARMLESS_AFTER_BLIND20), (21, HARMLESS_AFTER_BLIND21),
                                                  (23, HARMLESS_AFTER_BLIND23), (24, HARMLESS_AFTER_BLIND24),
-                                                 (25, HARMLESS_AFTER_BLIND25), (26, HARMLESS_AFTER_BLIND26)) for p in ps]
+                                                 (25, HARMLESS_AFTER_BLIND25), (26, HARMLESS_AFTER_BLIND26),
+                                                 (28, HARMLESS_AFTER_BLIND28)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
