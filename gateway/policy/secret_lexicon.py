@@ -521,13 +521,11 @@ class Lexicon:
         # with the word's place in the noun: a label that holds all of a noun's words, one misspelt ("nomor
         # krtu", "mot de pasee"), is that noun; the misspelt word is looked up with its neighbour as written.
         beside: dict[str, list[tuple[tuple[str, ...], int]]] = {}
-        phrase_words: set[str] = set()
         for key, entries in b.entries.items():
             term = next((e for e in entries if e.kind == TERM and not e.weak and e.exact is None and e.internal), None)
             if term is None or not key.isalpha():
                 continue
             phrase = _key_words(key, term.internal)
-            phrase_words.update(phrase)
             for place, word in enumerate(phrase):
                 entry = (phrase, place)
                 if place:
@@ -538,6 +536,7 @@ class Lexicon:
             k: tuple(v) for k, v in beside.items()}
         self._phrase_near = _near_index(self._phrase_beside)
         self._undotted_cache: dict[str, str | None] = {}
+        self._phrase_typo_cache: dict[str, str | None] = {}
         # First four letters of the secret nouns of several words: a whole label is only checked against them.
         heads: dict[str, set[int]] = {}
         for key, es in b.entries.items():
@@ -1058,7 +1057,17 @@ class Lexicon:
     def _phrase_typo(self, folded: str) -> str | None:
         """The text with a misspelt word of a secret noun of several words put right, where the noun's other
         words stand beside it as written, or misspelt too ("nomor krtu", "súkromný kúč", "mot de pasee"): a
-        short word is corrected only there (alone, one letter turns too many short words into secret nouns)."""
+        short word is corrected only there (alone, one letter turns too many short words into secret nouns).
+        Kept per text: the pre-check and the scan of one text both ask."""
+        cache = self._phrase_typo_cache
+        if folded in cache:
+            return cache[folded]
+        if len(cache) > 4096:
+            cache.clear()
+        cache[folded] = result = self._phrase_typo_uncached(folded)
+        return result
+
+    def _phrase_typo_uncached(self, folded: str) -> str | None:
         words = [w for w in _SEPARATORS.split(folded) if w]
         if len(words) < 2:
             return None
@@ -1097,7 +1106,7 @@ class Lexicon:
         if result is None and len(_DOTTED_TOKEN.findall(folded)) > 8:
             # A long text: each clause on its own ("Resp. a su preg. de seg.: ¿nombre de su 1ª mascota?").
             clauses = [c for c in _UNDOT_CLAUSES.split(folded) if c.strip()]
-            undone = [self._undot(c) if len(clauses) > 1 else None for c in clauses]
+            undone = [self._undot(c) for c in clauses] if len(clauses) > 1 else []
             if any(u is not None for u in undone):
                 result = ", ".join(u if u is not None else c for u, c in zip(undone, clauses, strict=True))
         cache[folded] = result
