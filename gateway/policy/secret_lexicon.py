@@ -1393,7 +1393,9 @@ class Lexicon:
                 for o in concept_hits)]
         if concept_hits:
             present = {label for _, _, label in concept_hits}
-            concepts |= present
+            begins = min(cs for cs, _, _ in concept_hits)
+            if not (prose and any(ne <= begins and label != "after" for _, ne, label in spans.get(NEGATION, ()))):
+                concepts |= present  # (a negated clause, "Do not enter any PIN here", describes nothing to the rest)
             for category, needs, blockers in self._rules:
                 if not all(not alt.isdisjoint(present) for alt in needs):
                     continue

@@ -227,6 +227,7 @@ _POSTAL_PATTERN: Final = re.compile(
     r"\^?(?:(?:\[1-9\]|\\d)(?:\[0-9\]|\\d)\{5\}"
     r"|[1-9](?:\[0-9\]|\\d)\{5\}|[1-9]\d(?:\[0-9\]|\\d)\{4\}|[1-9]\d\d(?:\[0-9\]|\\d)\{3\})\$?")
 _FOUR_DIGITS: Final = re.compile(r"\^?(?:\\d|\[0-9\])\{4\}\$?")
+_SIX_DIGITS: Final = re.compile(r"\^?(?:\\d|\[0-9\])\{6\}\$?")
 _POSTAL: Final = _Words(_load_common().get("pin_postal_context", ()))
 # "PIN" as written in the scripts of the countries with postal PIN codes and map pins (a loanword everywhere).
 _PIN_WORD: Final = _Words(("pin", "pincode", "पिन", "পিন", "પિન", "ਪਿੰਨ", "ਪਿਨ", "பின்", "పిన్", "ಪಿನ್", "പിൻ",
@@ -259,6 +260,9 @@ _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
     "current", "new", "old", "again", "repeat", "retype", "re", "enter", "type", "your", "the", "one", "once",
     "f", "wert", "valor", "valeur", "valore", "waarde", "wartość", "значение", "值", "値", "값",
     "codigo", "código", "kod", "kód", "код", "码", "コード", "코드",
+    # ("Code" in more languages: the box a message's "we sent you a code" points at.)
+    "kods", "kodas", "kood", "koodi", "kode", "koda", "kodi", "kodo", "kóði", "kodu", "codice", "codi", "côd",
+    "cód", "κωδικός", "كود", "קוד", "कोड", "কোড", "ኮድ", "کوڈ", "کد", "mã", "ລະຫັດ", "кодът", "кодот",
     "érték", "hodnota", "arvo", "vrijednost", "vrednost", "nilai", "værdi", "verdi", "värde", "valoare", "стойност",
     "vērtība", "reikšmė", "väärtus", "τιμή", "değer", "قيمة", "ערך", "مقدار", "मान", "giá trị", "ค่า",
     "inani", "ixabiso", "iye", "thamani", "ƙima", "ዋጋ", "vlera", "вредност", "значення", "qiymət", "gildi",
@@ -294,6 +298,11 @@ _FRAGMENT_OF: Final = {"pin": frozenset({"pin", "otp", "password", "payment_card
                        "seed_phrase": frozenset({"seed_phrase", "recovery_code", "passphrase", "secret"})}
 
 
+_KEY_WORDS: Final = frozenset(w for entry in (
+    "key", "clau", "clave", "chave", "chiave", "clé", "schlüssel", "sleutel", "nyckel", "nøkkel", "nøgle", "avain",
+    "klucz", "klíč", "kľúč", "kulcs", "cheie", "ключ", "anahtar", "κλειδί", "مفتاح", "מפתח", "kunci", "khóa", "キー",
+    "鍵", "密钥", "密鑰", "키", "ključ", "raktas", "atslēga", "võti", "lykill", "kulla", "açar", "kalit", "llave",
+    "your", "the") for w in words_of(entry))
 _CODE_WORDS: Final = frozenset(w for entry in ("code", "codes", "código", "kód", "kodu", "код", "pin", "otp", "tan",
                                                 "码", "コード", "코드", "رمز") for w in words_of(entry))
 
@@ -359,6 +368,13 @@ def _digit_parts(fields: list[_Field], category: str) -> bool:
     return category in NUMERIC_CATEGORIES and all(
         (isinstance(p := f.schema.get("pattern"), str) and _FEW_DIGITS.fullmatch(p) is not None)
         or _GRID_CELL.search(f.title) is not None for f in fields)
+
+
+def _api_key_box(field: _Field) -> bool:
+    """A field titled only "Key" whose description points at an API ("Find it under Settings → API"): the API
+    key, named by where it is kept."""
+    title = words_of(field.title)
+    return 0 < len(title) <= 2 and all(w in _KEY_WORDS for w in title) and "api" in words_of(field.description)
 
 
 def _says_motto(fields: list[_Field], message: str) -> bool:
@@ -545,7 +561,7 @@ class SensitiveFieldDetector:
         governed: dict[str, bool] = {}
         for field in fields:
             if field.kind != _OTHER:
-                governed[field.name] = self._field_asks(field, message, add)
+                governed[field.name] = self._field_asks(field, message, add, fields)
         # A notes field takes no answer to the message, unless the message names it ("put the key in the 'Note' box").
         receivers = [f for f in fields if f.kind != _OTHER and not governed.get(f.name, False)
                      and (not self._note(f) or self._quoted(message, [f]))]
@@ -555,7 +571,7 @@ class SensitiveFieldDetector:
         questions = [f for f in fields if f.kind is _FREE and governed.get(f.name, False) and f.title]
         if message and (receivers or (questions and self._lexicon.may_name_secret(message))):
             self._message_asks(message, fields, receivers, add, questions)
-        if receivers and any(f.kind is _OTHER for f in fields):
+        if receivers and len(fields) > 1:
             self._chosen_question(fields, receivers, add)
         self._split_words(message, fields, add)
         self._fragment_asks(message, fields, add)
@@ -597,6 +613,8 @@ class SensitiveFieldDetector:
                     rest += (title, description, name, "")
                 else:
                     rest += (name, "")  # the title is among the labels already
+                if isinstance(shown := prop_schema.get("default"), str) and " " in shown.strip():
+                    rest += (shown, "")  # a question shown pre-filled (`_chosen_question`)
             elif "enum" in prop_schema or "oneOf" in prop_schema or "items" in prop_schema:
                 # A choice of secret fragments is read too (`_fragment_asks`), and one that offers security
                 # questions (`_chosen_question`): its title, and what it offers.
@@ -677,7 +695,7 @@ class SensitiveFieldDetector:
                     if _receives(category, field.kind):
                         add(category, field.path)
 
-    def _field_asks(self, field: _Field, message: str, add: Callable[[str, str], None]) -> bool:
+    def _field_asks(self, field: _Field, message: str, add: Callable[[str, str], None], fields: list[_Field]) -> bool:
         """Adds the field's own asks; returns whether the field is *about* a secret (governed)."""
         path = field.path
         if field.kind in (_NUMBER, _SMALL_NUMBER) and _setting(field.schema):
@@ -700,6 +718,10 @@ class SensitiveFieldDetector:
                 if not (name_scan.asked or desc_scan.asked):
                     return False
         if not (name_scan.asked or title_scan.asked or desc_scan.asked):
+            if field.kind is _FREE and _api_key_box(field) and not title_scan.governed \
+                    and not self._lexicon.may_name_secret(description):  # ("Public key of the API": another key)
+                add("api_key", path + ".title")
+                return False
             return title_scan.governed or bool(title_scan.about) or (not title and name_scan.governed) \
                 or (bool(name_scan.about) and not title)
         # A title that only names, counts or chooses governs the whole field ("Label" for `api_key_label`).
@@ -747,7 +769,10 @@ class SensitiveFieldDetector:
                         pattern = pattern if isinstance(pattern, str) else ""
                         # Four digits are a bank PIN whatever the place words say: no postal PIN code has four.
                         postal = not _FOUR_DIGITS.fullmatch(pattern) and (
-                            _postal(field.name, title, description, message) or _postal_pattern(field))
+                            _postal(field.name, title, description, message) or _postal_pattern(field)
+                            # Six digits beside a place field ("House number", "Village") are a postal code.
+                            or (_SIX_DIGITS.fullmatch(pattern) is not None and _postal(
+                                title or field.name, *(f.title for f in fields if f is not field))))
                     # Only the word "PIN" itself can be postal: a title saying "secret number" never is.
                     if postal and _pin_word(source):
                         continue
@@ -875,18 +900,26 @@ class SensitiveFieldDetector:
             add(category, "message")
 
     def _chosen_question(self, fields: list[_Field], receivers: list[_Field], add: Callable[[str, str], None]) -> None:
-        """A field that offers security questions to choose from ("Kontrolní otázka" over the questions) and a
+        """A field that offers security questions to choose from ("Kontrolní otázka" over the questions), or
+        shows the question as its pre-filled value ("Pytanie", default "Nazwisko panieńskie matki"), and a
         free field beside it: that field takes the answer."""
         def offers(field: _Field) -> bool:
-            text = "\n".join((field.title, field.description, _option_texts(field.schema)))
+            default = field.schema.get("default")
+            if field.kind is _OTHER:
+                shown = _option_texts(field.schema)
+            elif field.kind is _FREE and isinstance(default, str) and default.strip():
+                shown = default
+            else:
+                return False
+            text = "\n".join((field.title, field.description, shown))
             if not self._lexicon.may_name_secret(text):
                 return False  # (the common case: a choice of seats, sizes, dates)
             scan = self._scan(text, True)
             return "security_answer" in scan.asked | scan.about
 
-        if any(f.kind is _OTHER and offers(f) for f in fields):
+        if offering := [f for f in fields if offers(f)]:
             for f in receivers:
-                if f.kind is _FREE and not self._identity(f):
+                if f.kind is _FREE and f not in offering and not self._identity(f):
                     add("security_answer", f.path)
                     return
 

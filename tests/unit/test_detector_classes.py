@@ -1540,6 +1540,35 @@ HARMLESS_AFTER_BLIND28 = [
     form("Make-up", t={"type": "string", "title": "Tan skin tone"}),
 ]
 
+ASKS_AFTER_BLIND29 = [
+    # A security question shown as another field's pre-filled value: the free field beside it takes the answer.
+    form("Before we change your e-mail", q={"type": "string", "title": "Question", "default": "Name of your first pet"},
+         a={"type": "string", "title": "Reply"}),
+    form("Przed zmianą adresu", q={"type": "string", "title": "Pytanie", "default": "Imię pierwszego zwierzaka"},
+         a={"type": "string", "title": "Twoja odpowiedź"}),
+    # "Code" in more languages is a label that says nothing of its own: the message's code goes there.
+    form("Ką tik išsiuntėme jums 6 skaitmenų kodą SMS žinute.", v={"type": "string", "title": "Vardas"},
+         k={"type": "string", "title": "Kodas"}),
+    # A field titled only "Key" whose description points at an API: the API key, named by where it is kept.
+    form("Connect your shop to the parcel service", shop={"type": "string", "title": "Shop name"},
+         k={"type": "string", "title": "Key", "description": "You find it under Settings → API"}),
+]
+
+HARMLESS_AFTER_BLIND29 = [
+    # (Guards: another key of the API; a pre-filled text that is no security question lends the field beside
+    # it nothing.)
+    form("Webhooks", k={"type": "string", "title": "Key", "description": "Public key of the API, to verify our webhooks"}),
+    form("Survey", q={"type": "string", "title": "Topic", "default": "Name of your favourite band"},
+         a={"type": "string", "title": "Reply"}),
+    # A negated clause describes nothing to the rest of the text ("do not enter" + "locked" read as "type in
+    # to unlock").
+    form("Locker incident: the door locked after three wrong PIN entries. Please do not enter any PIN here.",
+         when={"type": "string", "title": "When", "format": "date-time"}, room={"type": "string", "title": "Room"}),
+    # Six digits titled "PIN code" beside a place field are a postal code.
+    form("New water connection", pin={"type": "string", "title": "PIN code", "pattern": "^[0-9]{6}$"},
+         house={"type": "string", "title": "House number"}),
+]
+
 
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
@@ -1559,7 +1588,7 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (21, ASKS_AFTER_BLIND21), (23, ASKS_AFTER_BLIND23),
                                              (24, ASKS_AFTER_BLIND24), (25, ASKS_AFTER_BLIND25),
                                              (26, ASKS_AFTER_BLIND26),
-                                             (28, ASKS_AFTER_BLIND28)) for p in ps]
+                                             (28, ASKS_AFTER_BLIND28), (29, ASKS_AFTER_BLIND29)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
@@ -1571,7 +1600,8 @@ ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5,
                                                  (20, HARMLESS_AFTER_BLIND20), (21, HARMLESS_AFTER_BLIND21),
                                                  (23, HARMLESS_AFTER_BLIND23), (24, HARMLESS_AFTER_BLIND24),
                                                  (25, HARMLESS_AFTER_BLIND25), (26, HARMLESS_AFTER_BLIND26),
-                                                 (28, HARMLESS_AFTER_BLIND28)) for p in ps]
+                                                 (28, HARMLESS_AFTER_BLIND28),
+                                                 (29, HARMLESS_AFTER_BLIND29)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
