@@ -463,8 +463,9 @@ _DEFAULTS: Final = "default values"
 _LOCATIONS: Final = (_MESSAGE, _FORM_TEXT, _FIELD_TITLES, _FIELD_DESCRIPTIONS, _OPTION_TITLES, _DEFAULTS)
 
 # What each key of a schema node holds: a string, a string or list of strings, {const, title} options,
-# the `items` of a multi-select, or the `properties` map. Everything else (enum, const, type...) is data.
-_TEXT, _TEXTS, _OPTIONS, _ITEMS, _PROPERTIES = range(5)
+# the `items` of a multi-select, the `properties` map, or an untitled choice's values. Everything else (const,
+# type...) is data.
+_TEXT, _TEXTS, _OPTIONS, _ITEMS, _PROPERTIES, _ENUM = range(6)
 _Handlers = Mapping[str, tuple[int, str]]
 _SCHEMA_KEYS: Final[_Handlers] = {
     "title": (_TEXT, _FORM_TEXT),
@@ -479,12 +480,15 @@ _PROPERTY_KEYS: Final[_Handlers] = {
     "oneOf": (_OPTIONS, _OPTION_TITLES),
     "anyOf": (_OPTIONS, _OPTION_TITLES),
     "items": (_ITEMS, ""),
+    "enum": (_ENUM, _OPTION_TITLES),
 }
 _ITEMS_KEYS: Final[_Handlers] = {
     "enumNames": (_TEXTS, _OPTION_TITLES),
     "oneOf": (_OPTIONS, _OPTION_TITLES),
     "anyOf": (_OPTIONS, _OPTION_TITLES),
+    "enum": (_ENUM, _OPTION_TITLES),
 }
+_TITLED: Final = ("enumNames", "oneOf", "anyOf")
 _OPTION_KEYS: Final[_Handlers] = {"title": (_TEXT, _OPTION_TITLES)}
 
 
@@ -525,6 +529,8 @@ class _Tally:
             if handler is None:
                 continue
             kind, location = handler
+            if kind == _ENUM:
+                continue  # (below: the values are the answer, only their display can change)
             if kind == _TEXT:
                 new = self.text(old, location)
             elif kind == _ITEMS:
@@ -535,11 +541,28 @@ class _Tally:
                 new = self.each(old, kind, location)
             if new is not old:
                 changed[key] = new
+        titles = self.enum_titles(obj) if "enum" in handlers and "enum" in obj else None
+        if titles is not None:
+            if handlers is _ITEMS_KEYS:  # a multi-select shows titled options as `anyOf` of {const, title}
+                changed["anyOf"] = [{"const": v, "title": t} for v, t in zip(obj["enum"], titles, strict=True)]
+            else:
+                changed["enumNames"] = titles
         if not changed:
             return obj
         result = dict(obj)
         result.update(changed)
+        if titles is not None and handlers is _ITEMS_KEYS:
+            del result["enum"]
         return result
+
+    def enum_titles(self, obj: Mapping[str, Any]) -> list[Any] | None:
+        """Display titles for an untitled choice whose values hold links (`enum`: ["Plans: www.x.cn"]): the
+        value stays what the answer carries, the host shows it stripped. None when nothing changes."""
+        values = obj["enum"]
+        if not isinstance(values, list) or any(key in obj for key in _TITLED):
+            return None  # (titled options are stripped as option titles above)
+        titles = [self.text(v, _OPTION_TITLES) for v in values]
+        return titles if any(t is not v for t, v in zip(titles, values, strict=True)) else None
 
     def properties(self, props: Any) -> Any:
         if not (isinstance(props, dict) or isinstance(props, Mapping)):
@@ -575,6 +598,9 @@ def _collect_texts(obj: Any, handlers: _Handlers, out: list[str]) -> None:
             if isinstance(old, dict) or isinstance(old, Mapping):
                 for prop in old.values():
                     _collect_texts(prop, _PROPERTY_KEYS, out)
+        elif kind == _ENUM:
+            if isinstance(old, list) and not any(key in obj for key in _TITLED):
+                out.extend(v for v in old if isinstance(v, str))
         elif not isinstance(old, list):
             if kind == _TEXTS and isinstance(old, str):
                 out.append(old)
@@ -609,7 +635,9 @@ def _form_may_contain_link(params: Mapping[str, Any]) -> bool:
 def strip_form_links(params: Mapping[str, Any]) -> LinkStripResult:
     """Form mode: strip the message, schema title/description, field titles and descriptions,
     option titles (`oneOf[].title`, `anyOf[].title`, `items.anyOf[].title`, `enumNames`) and string
-    defaults. Enum values, `const` and property names are answers, not text, and are left alone."""
+    defaults. Enum values, `const` and property names are answers, not text, and are left alone; an
+    untitled choice whose values hold links gets titles to show instead (`enumNames`, or `anyOf` for a
+    multi-select's items)."""
     if not _form_may_contain_link(params):
         return LinkStripResult(dict(params), 0, ())
     tally = _Tally()

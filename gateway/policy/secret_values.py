@@ -140,7 +140,10 @@ def _random_key(token: str) -> bool:
 
 _URL_CREDENTIALS: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:[^/\s@<>{}]{3,}@")
 _CARD: Final = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
-_FINGERPRINT: Final = re.compile(r"\b(?:SHA(?:1|256|384|512)|MD5):[A-Za-z0-9+/=:]+", re.IGNORECASE)
+# Fingerprints, and OpenSSH public-key lines ("ssh-ed25519 AAAAC3Nza... user@host"): public, never a secret.
+_FINGERPRINT: Final = re.compile(r"\b(?:SHA(?:1|256|384|512)|MD5):[A-Za-z0-9+/=:]+|(?<![\w-])(?:ssh-(?:ed25519|rsa|dss)"
+                                 r"|ecdsa-sha2-nistp\d+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
+                                 r"\s+AAAA[A-Za-z0-9+/]+=*", re.IGNORECASE)
 _HASH_WORDS: Final = re.compile(r"hash|checksum|sha|md5|digest|commit|fingerprint|etag|uuid|guid|id\b", re.IGNORECASE)
 _MNEMONIC_LENGTHS: Final = frozenset({12, 15, 18, 21, 24})
 

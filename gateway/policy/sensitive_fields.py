@@ -229,6 +229,9 @@ _POSTAL_PATTERN: Final = re.compile(
 _FOUR_DIGITS: Final = re.compile(r"\^?(?:\\d|\[0-9\])\{4\}\$?")
 _SIX_DIGITS: Final = re.compile(r"\^?(?:\\d|\[0-9\])\{6\}\$?")
 _POSTAL: Final = _Words(_load_common().get("pin_postal_context", ()))
+# Fields beside a six-digit "PIN code" that make it postal ("House number", "Village"): read in field titles only
+# (a bank's name may hold a place word, "Gramya Bank", a rural bank).
+_PLACE_FIELDS: Final = _Words(_load_common().get("pin_place_fields", ()))
 # "PIN" as written in the scripts of the countries with postal PIN codes and map pins (a loanword everywhere).
 _PIN_WORD: Final = _Words(("pin", "pincode", "पिन", "পিন", "પિન", "ਪਿੰਨ", "ਪਿਨ", "பின்", "పిన్", "ಪಿನ್", "പിൻ",
                                   "ପିନ୍", "පින්", "پن", "پِن", "بن", "пин", "πιν", "ピン", "핀"))
@@ -368,6 +371,16 @@ def _digit_parts(fields: list[_Field], category: str) -> bool:
     return category in NUMERIC_CATEGORIES and all(
         (isinstance(p := f.schema.get("pattern"), str) and _FEW_DIGITS.fullmatch(p) is not None)
         or _GRID_CELL.search(f.title) is not None for f in fields)
+
+
+def _place(*texts: str) -> bool:
+    """Whether a text names a place field's subject (a house number, a village, a street)."""
+    return any(_PLACE_FIELDS.search(normalize_text(text)) for text in texts if text)
+
+
+def _six_digits(schema: Mapping[str, Any], pattern: str) -> bool:
+    """Whether a field takes exactly six characters: a pattern of six digits, or a length of six."""
+    return _SIX_DIGITS.fullmatch(pattern) is not None or schema.get("minLength") == schema.get("maxLength") == 6
 
 
 def _api_key_box(field: _Field) -> bool:
@@ -692,6 +705,9 @@ class SensitiveFieldDetector:
                 first, second = self._scan(before, True), self._scan(after, True)
                 alone = first.asked | first.about | second.asked | second.about
                 for category in sorted(joined - alone):
+                    if category in ("pin", "otp") and _pin_word(label) and _postal(message, field.name, label,
+                                                                                    field.description):
+                        continue  # ("Courier bhejna hai?" + "Pin code": a postal code, not a code sent)
                     if _receives(category, field.kind):
                         add(category, field.path)
 
@@ -763,7 +779,7 @@ class SensitiveFieldDetector:
                     continue
                 if category in _MOTTO_CATEGORIES and _says_motto([field], message):
                     continue
-                if category == "pin":
+                if category == "pin" or (category == "otp" and _pin_word(source)):  # ("Pin code": a code)
                     if postal is None:
                         pattern = field.schema.get("pattern")
                         pattern = pattern if isinstance(pattern, str) else ""
@@ -771,8 +787,11 @@ class SensitiveFieldDetector:
                         postal = not _FOUR_DIGITS.fullmatch(pattern) and (
                             _postal(field.name, title, description, message) or _postal_pattern(field)
                             # Six digits beside a place field ("House number", "Village") are a postal code.
-                            or (_SIX_DIGITS.fullmatch(pattern) is not None and _postal(
-                                title or field.name, *(f.title for f in fields if f is not field))))
+                            # A place word in the field's own texts ("ગામનો પિન કોડ", the village's PIN code),
+                            # or six digits beside a place field ("House number"), make it a postal code.
+                            or (_pin_word(title or field.name) and (
+                                _place(title, description) or (_six_digits(field.schema, pattern) and _place(
+                                    *(f.title for f in fields if f is not field))))))
                     # Only the word "PIN" itself can be postal: a title saying "secret number" never is.
                     if postal and _pin_word(source):
                         continue

@@ -71,6 +71,9 @@ def strings(node: Any, skip_url: bool = True) -> Iterator[str]:
         for key, value in node.items():
             if skip_url and key in ("url", "elicitationId", "_meta", "pattern", "format", "type"):
                 continue
+            # A choice's values behind titles are the answer, not what the host shows (`enumNames`, {const, title}).
+            if (key == "enum" and "enumNames" in node) or (key == "const" and "title" in node):
+                continue
             yield from strings(value, skip_url)
     elif isinstance(node, list):
         for value in node:

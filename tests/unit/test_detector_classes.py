@@ -1569,6 +1569,25 @@ HARMLESS_AFTER_BLIND29 = [
          house={"type": "string", "title": "House number"}),
 ]
 
+ASKS_AFTER_BLIND30 = [
+    # (Guards: a place word in a bank's name, "ग्रामीण बैंक" (a rural bank), makes no PIN postal; a private key
+    # block as the default still asks.)
+    form("ग्रामीण बैंक: एटीएम कार्ड चालू करने के लिए पिन डालें", pin={"type": "string", "title": "एटीएम पिन", "maxLength": 4}),
+    form("Deploy from the CI", key={"type": "string", "title": "Deploy key", "default":
+                                    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"}),
+]
+
+HARMLESS_AFTER_BLIND30 = [
+    # An OpenSSH public-key line as the default is public ("ssh-ed25519 AAAA... user@host").
+    form("Add your key to the build server", pub={"type": "string", "title": "Public key", "default":
+                                                 "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG7kq2Vx9sLw0pYt3nB8uF5hJ4dR6aMzQcE1 ana@laptop"}),
+    # A place word in the PIN field's own title ("the village's PIN code") makes it postal.
+    form("Seed order", pin={"type": "string", "title": "गांव का पिन कोड", "maxLength": 6}),
+    # Six characters titled "Pin code" beside an address, under a message about sending: no code sent.
+    form("Parcel pickup kab bhejna hai?", pin={"type": "string", "title": "Pin code", "minLength": 6, "maxLength": 6},
+         addr={"type": "string", "title": "Address"}),
+]
+
 
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
@@ -1588,7 +1607,8 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (21, ASKS_AFTER_BLIND21), (23, ASKS_AFTER_BLIND23),
                                              (24, ASKS_AFTER_BLIND24), (25, ASKS_AFTER_BLIND25),
                                              (26, ASKS_AFTER_BLIND26),
-                                             (28, ASKS_AFTER_BLIND28), (29, ASKS_AFTER_BLIND29)) for p in ps]
+                                             (28, ASKS_AFTER_BLIND28), (29, ASKS_AFTER_BLIND29),
+                                             (30, ASKS_AFTER_BLIND30)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
@@ -1601,7 +1621,7 @@ ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5,
                                                  (23, HARMLESS_AFTER_BLIND23), (24, HARMLESS_AFTER_BLIND24),
                                                  (25, HARMLESS_AFTER_BLIND25), (26, HARMLESS_AFTER_BLIND26),
                                                  (28, HARMLESS_AFTER_BLIND28),
-                                                 (29, HARMLESS_AFTER_BLIND29)) for p in ps]
+                                                 (29, HARMLESS_AFTER_BLIND29), (30, HARMLESS_AFTER_BLIND30)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])

@@ -283,12 +283,33 @@ def test_answers_are_not_touched() -> None:
     schema = {
         "type": "object",
         "properties": {
-            "evil.com": {"type": "string", "enum": ["https://a.example/x"]},
+            "evil.com": {"type": "string", "enum": ["ok"]},
             "pick": {"type": "string", "oneOf": [{"const": "evil.com", "title": "ok"}]},
+            "named": {"type": "string", "enum": ["https://a.example/x"], "enumNames": ["A"]},
         },
     }
     params = {"message": "hi", "requestedSchema": schema}
     assert strip_form_links(params).removed == 0
+
+
+def test_untitled_choice_with_links_gets_titles_to_show() -> None:
+    """An `enum` value holding a link is the answer and stays; the host is given a title to show instead
+    (`enumNames` for a single choice, `anyOf` of {const, title} for a multi-select's items)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "plan": {"type": "string", "enum": ["Basic", "Details: www.evil.example/5g"]},
+            "contact": {"type": "array", "items": {"type": "string", "enum": ["Phone", "mailto:hr@evil.example"]}},
+        },
+    }
+    result = strip_form_links({"message": "Pick one", "requestedSchema": schema})
+    props = result.params["requestedSchema"]["properties"]
+    assert props["plan"]["enum"] == ["Basic", "Details: www.evil.example/5g"]
+    assert props["plan"]["enumNames"] == ["Basic", f"Details: {LINK_MARKER}"]
+    assert props["contact"]["items"] == {"type": "string", "anyOf": [
+        {"const": "Phone", "title": "Phone"}, {"const": "mailto:hr@evil.example", "title": LINK_MARKER}]}
+    assert result.removed == 2 and result.changes == ("2 links removed from option titles",)
+    assert schema["properties"]["plan"] == {"type": "string", "enum": ["Basic", "Details: www.evil.example/5g"]}
 
 
 def test_summaries_count_and_never_hold_values() -> None:
