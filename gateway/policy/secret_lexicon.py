@@ -318,7 +318,7 @@ _ASK_VERBS: Final = frozenset({"type", "enter", "input", "provide", "write", "fi
 # acronyms that are also ordinary words ("tan", "sin", "nie", "dni") and count only when written in
 # capitals or standing as a label of their own.
 _STRONG_SHORT: Final = frozenset({"pin", "pins", "puk", "otp", "otps", "cvv", "cvc", "pwd", "pw", "totp", "hotp", "jwt",
-                                  "ssn", "psw", "mdp", "mfa", "passw", "pswd", "pword", "mpin", "tpin", "itan",
+                                  "ssn", "psw", "mdp", "mfa", "passw", "pswd", "pword", "mpin", "tpin",
                                   "mtan", "cvn", "csc", "nric", "cpf", "aadhaar", "ppsn", "nino", "hkid", "xprv",
                                   "ghp", "xoxb", "bsn", "curp", "nir", "cnic", "npwp", "svnr", "idnr", "pesel"})
 # Ordinary words never "corrected" into a secret noun, on top of every word of the lexicon files.

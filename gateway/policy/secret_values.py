@@ -54,13 +54,13 @@ _PREFIXES: Final = (
     r"hf_", r"npm_", r"pypi-", r"dop_v1_", r"shp(?:at|ss|ca|pa)_", r"SG\.", r"sq0(?:atp|csp)-", r"EAA[A-Za-z]",
     r"AccountKey=", r"SharedAccessSignature", r"key-", r"pat_", r"secret_", r"ntn_", r"lin_api_", r"figd_",
     r"atlassian_", r"ATATT", r"dapi", r"xai-", r"gsk_", r"r8_", r"tskey-", r"hvs\.", r"s\.",
-    r"[xtyz]prv", r"xpriv", r"(?:SB-)?Mid-server-",
+    r"[xtyz]prv", r"xpriv", r"(?:SB-)?Mid-server-", r"FLWSECK(?:_TEST)?-",
 )
 # A distinctive prefix named on its own ("starts with sk-proj-", "xprv…"): the text shows what a
 # credential looks like.
 _NAMED_PREFIX: Final = re.compile(
     r"(?<![A-Za-z0-9])(?:sk-proj-|sk-ant-|sk_live_|sk_test_|rk_live_|ghp_|github_pat_|glpat-|xox[bpa]-|"
-    r"SB-Mid-server-|Mid-server-|[xtyz]prv|AGE-SECRET-KEY-)(?=$|[\s\"'”»)…]|\.\.\.)")
+    r"SB-Mid-server-|Mid-server-|[xtyz]prv|AGE-SECRET-KEY-|FLWSECK(?:_TEST)?-)(?=$|[\s\"'”»)…]|\.\.\.)")
 _PREFIXED: Final = re.compile(
     rf"(?<![A-Za-z0-9])(?:{'|'.join(_PREFIXES)})[A-Za-z0-9_\-.*x•]{{8,}}"
 )

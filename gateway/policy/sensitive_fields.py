@@ -263,6 +263,11 @@ _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
     "current", "new", "old", "again", "repeat", "retype", "re", "enter", "type", "your", "the", "one", "once",
     "f", "wert", "valor", "valeur", "valore", "waarde", "wartość", "значение", "值", "値", "값",
     "codigo", "código", "kod", "kód", "код", "码", "コード", "코드",
+    # ("Answer" in more languages: the box a message's security question points at.)
+    "respuesta", "réponse", "antwort", "risposta", "resposta", "antwoord", "odpowiedź", "ответ", "відповідь",
+    "cevap", "jawaban", "jawab", "उत्तर", "জবাব", "উত্তর", "பதில்", "సమాధానం", "ಉತ್ತರ", "ഉത്തരം", "ਜਵਾਬ",
+    "જવાબ", "ଉତ୍ତର", "جواب", "پاسخ", "תשובה", "απάντηση", "回答", "答案", "답변", "คำตอบ", "svar", "vastaus",
+    "válasz", "odpověď", "odgovor", "atsakymas", "atbilde", "vastus", "răspuns", "отговор", "одговор",
     # ("Code" in more languages: the box a message's "we sent you a code" points at.)
     "kods", "kodas", "kood", "koodi", "kode", "koda", "kodi", "kodo", "kóði", "kodu", "codice", "codi", "côd",
     "cód", "κωδικός", "كود", "קוד", "कोड", "কোড", "ኮድ", "کوڈ", "کد", "mã", "ລະຫັດ", "кодът", "кодот",
@@ -327,6 +332,14 @@ def _disguised(label: str) -> bool:
     return mixed or spaced or foreign or INVISIBLE.search(word) is not None
 
 
+# Cyrillic and Greek letters as identifiers romanize them, for comparing an identifier with its title.
+_CYRILLIC_GREEK: Final = re.compile("[\u0370-\u03ff\u0400-\u04ff]")
+_ROMANIZED: Final = str.maketrans({
+    **dict(zip("абвгдезийклмнопрстуфхцыэіїєґўјљњћџђ", "abvgdezijklmnoprstufhcyeiiegujlnccd", strict=True)),
+    "ж": "zh", "ч": "ch", "ш": "sh", "щ": "sch", "ю": "yu", "я": "ya", "ё": "yo", "ъ": "", "ь": "",
+    **dict(zip("αβγδεζηθικλμνξοπρστυφχψωάέήίόύώς", "avgdezitiklmnxoprstyfhpoaeiioyos", strict=True))})
+
+
 def _names_title(name: str, title: str) -> bool:
     """Whether an identifier abbreviates the title: its first word, the initials of its words (`kp`, "Kode
     pos"), the start of one of its words, two letters at most, or letters taken in order from it, starting
@@ -334,6 +347,8 @@ def _names_title(name: str, title: str) -> bool:
     key, words = words_of(name), words_of(title)
     if not key or not words:
         return False
+    if not title.isascii() and key[0].isascii() and _CYRILLIC_GREEK.search(title):
+        words = words_of(title.lower().translate(_ROMANIZED))  # `nik` over "Ник", `kodikos` over "Κωδικός"
     if key[-1:] == words[:1] or (len(key) == 1 and len(words) >= 2 and key[0] == "".join(w[0] for w in words)):
         return True
     if len(key) == 1 and len(key[0]) >= 2 and key[0].isalpha() and any(

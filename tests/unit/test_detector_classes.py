@@ -1588,6 +1588,23 @@ HARMLESS_AFTER_BLIND30 = [
          addr={"type": "string", "title": "Address"}),
 ]
 
+ASKS_AFTER_BLIND31 = [
+    # "Answer" in more languages says nothing of its own: the message's security question's answer goes there.
+    form("Biztonsági kérdés: mi volt az első háziállata neve?", v={"type": "string", "title": "Válasz"},
+         k={"type": "string", "title": "Kedvenc csapat"}),
+    # A vendor's secret-key prefix named in the description (Flutterwave's "FLWSECK-").
+    form("Connect the store to card payments", k={"type": "string", "title": "Key 2",
+                                                  "description": "Starts with FLWSECK-"}),
+]
+
+HARMLESS_AFTER_BLIND31 = [
+    # An identifier that romanizes its Cyrillic title (`nik`, "Ник", a nickname) reads as the title does.
+    form("Шахматный клуб", nik={"type": "string", "title": "Ник на сайте"}),
+    # "itan" counts only in capitals (iTAN): Yoruba "ìtàn" is a story.
+    form("Àṣà wa: kọ ìtàn kúkúrú nípa ìlú rẹ fún ìwé ìròyìn ilé-ìwé",
+         t={"type": "string", "title": "Ìtàn kúkúrú rẹ nípa ìlú"}),
+]
+
 
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
@@ -1608,7 +1625,7 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (24, ASKS_AFTER_BLIND24), (25, ASKS_AFTER_BLIND25),
                                              (26, ASKS_AFTER_BLIND26),
                                              (28, ASKS_AFTER_BLIND28), (29, ASKS_AFTER_BLIND29),
-                                             (30, ASKS_AFTER_BLIND30)) for p in ps]
+                                             (30, ASKS_AFTER_BLIND30), (31, ASKS_AFTER_BLIND31)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
@@ -1621,7 +1638,8 @@ ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5,
                                                  (23, HARMLESS_AFTER_BLIND23), (24, HARMLESS_AFTER_BLIND24),
                                                  (25, HARMLESS_AFTER_BLIND25), (26, HARMLESS_AFTER_BLIND26),
                                                  (28, HARMLESS_AFTER_BLIND28),
-                                                 (29, HARMLESS_AFTER_BLIND29), (30, HARMLESS_AFTER_BLIND30)) for p in ps]
+                                                 (29, HARMLESS_AFTER_BLIND29), (30, HARMLESS_AFTER_BLIND30),
+                                                 (31, HARMLESS_AFTER_BLIND31)) for p in ps]
 
 
 @pytest.mark.parametrize(("round_", "params"), ROUND_ASKS, ids=[r for r, _ in ROUND_ASKS])
