@@ -40,7 +40,14 @@ import ahocorasick_rs
 from rapidfuzz.distance import OSA
 
 from gateway.policy.lexicon_cache import cached_lexicon
-from gateway.policy.text_normalization import CAMEL_MARK, ascii_capitals, camel_marked, normalize_text, undo_overrides
+from gateway.policy.text_normalization import (
+    CAMEL_MARK,
+    ascii_capitals,
+    camel_marked,
+    native_capitals,
+    normalize_text,
+    undo_overrides,
+)
 
 __all__ = [
     "DESCRIBED",
@@ -777,6 +784,11 @@ class Lexicon:
             capital_reading = normalize_text(camel_marked(capitals))
             if capital_reading != folded and self.may_name_secret(capitals):
                 readings.append(capital_reading)
+        native = native_capitals(text)
+        if native is not text and native != text:  # ("KΩΔIKOΣ ANAKTHΣHΣ": the Latin capitals read as Greek ones)
+            native_reading = normalize_text(camel_marked(native))
+            if native_reading != folded and self.may_name_secret(native):
+                readings.append(native_reading)
         if "." in folded and (not prose or _cuts_words(text)):
             undotted = self._undotted(_PARENS.sub(" ", folded))  # (a parenthesis annotates: read apart)
             if undotted is not None:

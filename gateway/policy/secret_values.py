@@ -60,7 +60,7 @@ _PREFIXES: Final = (
 # credential looks like.
 _NAMED_PREFIX: Final = re.compile(
     r"(?<![A-Za-z0-9])(?:sk-proj-|sk-ant-|sk_live_|sk_test_|rk_live_|ghp_|github_pat_|glpat-|xox[bpa]-|"
-    r"SB-Mid-server-|Mid-server-|[xtyz]prv|AGE-SECRET-KEY-|FLWSECK(?:_TEST)?-)(?=$|[\s\"'”»)…]|\.\.\.)")
+    r"SB-Mid-server-|Mid-server-|[xtyz]prv|AGE-SECRET-KEY-|FLWSECK(?:_TEST)?-|ya29\.)(?=$|[\s\"'”»)…]|\.\.\.)")
 _PREFIXED: Final = re.compile(
     rf"(?<![A-Za-z0-9])(?:{'|'.join(_PREFIXES)})[A-Za-z0-9_\-.*x•]{{8,}}"
 )
@@ -110,7 +110,7 @@ def text_shows_secret(text: str, hex_context: str | None = None) -> bool:
         text = _FINGERPRINT.sub(" ", text)  # (a key's fingerprint, "SHA256:q9Yk0pN2…", is published)
     if len(text) < 10:
         return False
-    if ("-" in text or "_" in text or "prv" in text) and _NAMED_PREFIX.search(text):
+    if ("-" in text or "_" in text or "prv" in text or "ya29." in text) and _NAMED_PREFIX.search(text):
         return True
     if text.isascii():
         # Byte-table split instead of a regex pass: tokens of credential characters, ten or longer.

@@ -48,7 +48,7 @@ from gateway.policy.secret_lexicon import (
     words_of,
 )
 from gateway.policy.secret_values import fragment_kind, pattern_asks_for_secret, text_shows_secret, value_secret_kind
-from gateway.policy.text_normalization import decode_escapes, has_encoded_run, normalize_text
+from gateway.policy.text_normalization import decode_escapes, has_encoded_run, native_capitals, normalize_text
 
 __all__ = ["CATEGORIES", "SensitiveFieldDetector", "SensitiveFinding"]
 
@@ -572,8 +572,10 @@ class SensitiveFieldDetector:
         quiet = self._quiet.get(joined)
         if quiet is None:
             plain = _as_stored(joined) if "\u202d" in joined else joined
+            native = native_capitals(joined)  # ("KΩΔIKOΣ": Latin capitals in a Greek word)
             quiet = not self._lexicon.may_name_secret(joined) and (
-                plain == joined or not self._lexicon.may_name_secret(plain)) and not (
+                plain == joined or not self._lexicon.may_name_secret(plain)) and (
+                native == joined or not self._lexicon.may_name_secret(native)) and not (
                 self._custom is not None and self._custom.may_name_secret(joined)) and not (
                 misspelt and any(self._lexicon.label_misspelt(label) for label in misspelt))
             if len(self._quiet) >= _QUIET_CACHE:

@@ -379,6 +379,27 @@ def ascii_capitals(text: str) -> str:
     return _MIXED_WORD.sub(_latin_capitals, text)
 
 
+# A Greek or Cyrillic word with Latin capitals in it ("KΩΔIKOΣ", "ПАPОЛЬ"): the capitals read in its script.
+_LATIN_IN_NATIVE: Final = re.compile(r"(?<![^\W\d_])(?=[^\W\d_]*[A-Z])(?=[^\W\d_]*[\u0370-\u03ff\u0400-\u04ff])"
+                                     r"[^\W\d_]+")
+_AS_GREEK: Final = str.maketrans("ABEZHIKMNOPTYX", "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ")
+_AS_CYRILLIC: Final = str.maketrans("ABCEHIKMOPTXY", "АВСЕНІКМОРТХУ")
+
+
+def _native(match: re.Match[str]) -> str:
+    word = match.group(0)
+    greek = next(c for c in word if "\u0370" <= c <= "\u04ff") <= "\u03ff"
+    return word.translate(_AS_GREEK if greek else _AS_CYRILLIC)
+
+
+def native_capitals(text: str) -> str:
+    """`text` with Latin capitals inside Greek or Cyrillic capital words written in that script ("KΩΔIKOΣ"
+    -> "ΚΩΔΙΚΟΣ"): the other direction of `ascii_capitals`."""
+    if text.isascii():
+        return text
+    return _LATIN_IN_NATIVE.sub(_native, text)
+
+
 # The Myanmar digit zero and the letter wa look the same: between or beside letters it is the letter.
 _MYANMAR_ZERO: Final = re.compile("(?<=[\u1000-\u103f])\u1040|\u1040(?=[\u1000-\u103f])")
 _JAMO: Final = re.compile("[\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]")

@@ -1605,6 +1605,15 @@ HARMLESS_AFTER_BLIND31 = [
          t={"type": "string", "title": "Ìtàn kúkúrú rẹ nípa ìlú"}),
 ]
 
+ASKS_AFTER_BLIND32 = [
+    # Latin capitals inside Greek (or Cyrillic) words read as that script's capitals ("KΩΔIKOΣ"), the form-level
+    # pre-check included.
+    form("Σύνδεση", c={"type": "string", "title": "KΩΔIKOΣ ANAKTHΣHΣ"}, n={"type": "string", "title": "Όνομα"}),
+    # Google's access-token prefix named on its own ("starts with ya29.").
+    form("Reconnect the calendar sync", t={"type": "string", "title": "Value",
+                                           "description": "the one that starts with ya29."}),
+]
+
 
 def test_base64_without_digits_or_padding_is_decoded() -> None:
     # Case flipping inside a run marks base64 even with no digit, sign or padding ("Hasło konta").
@@ -1625,7 +1634,8 @@ ROUND_ASKS = [(f"blind{n}", p) for n, ps in ((4, ASKS_AFTER_BLIND4), (5, ASKS_AF
                                              (24, ASKS_AFTER_BLIND24), (25, ASKS_AFTER_BLIND25),
                                              (26, ASKS_AFTER_BLIND26),
                                              (28, ASKS_AFTER_BLIND28), (29, ASKS_AFTER_BLIND29),
-                                             (30, ASKS_AFTER_BLIND30), (31, ASKS_AFTER_BLIND31)) for p in ps]
+                                             (30, ASKS_AFTER_BLIND30), (31, ASKS_AFTER_BLIND31),
+                                             (32, ASKS_AFTER_BLIND32)) for p in ps]
 ROUND_HARMLESS = [(f"blind{n}", p) for n, ps in ((4, HARMLESS_AFTER_BLIND4), (5, HARMLESS_AFTER_BLIND5),
                                                  (6, HARMLESS_AFTER_BLIND6), (7, HARMLESS_AFTER_BLIND7),
                                                  (8, HARMLESS_AFTER_BLIND8), (9, HARMLESS_AFTER_BLIND9),
