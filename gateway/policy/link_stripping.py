@@ -489,6 +489,8 @@ _ITEMS_KEYS: Final[_Handlers] = {
     "enum": (_ENUM, _OPTION_TITLES),
 }
 _TITLED: Final = ("enumNames", "oneOf", "anyOf")
+# A link no reader takes for plain text: a scheme, "www.", "mailto:", a markdown or HTML link.
+_EXPLICIT_LINK: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://|(?<![\w.])www\.|mailto:|\]\(|<a\s", re.IGNORECASE)
 _OPTION_KEYS: Final[_Handlers] = {"title": (_TEXT, _OPTION_TITLES)}
 
 
@@ -556,10 +558,14 @@ class _Tally:
         return result
 
     def enum_titles(self, obj: Mapping[str, Any]) -> list[Any] | None:
-        """Display titles for an untitled choice whose values hold links (`enum`: ["Plans: www.x.cn"]): the
-        value stays what the answer carries, the host shows it stripped. None when nothing changes."""
+        """Display titles for an untitled choice whose values hold explicit links (`enum`: ["Plans:
+        https://x.cn"], "www.", "mailto:", markdown): the value stays what the answer carries, the host shows it
+        stripped. A bare domain as an option ("keys.openpgp.org") is a choice's text, not a link to follow,
+        and is left as it is. None when nothing changes."""
         values = obj["enum"]
-        if not isinstance(values, list) or any(key in obj for key in _TITLED):
+        if not isinstance(values, list) or any(key in obj for key in _TITLED) or not any(
+                isinstance(v, str) and _may_contain_link(v) and _EXPLICIT_LINK.search(_build_skeleton(v).text)
+                for v in values):
             return None  # (titled options are stripped as option titles above)
         titles = [self.text(v, _OPTION_TITLES) for v in values]
         return titles if any(t is not v for t, v in zip(titles, values, strict=True)) else None

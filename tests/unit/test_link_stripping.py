@@ -310,6 +310,9 @@ def test_untitled_choice_with_links_gets_titles_to_show() -> None:
         {"const": "Phone", "title": "Phone"}, {"const": "mailto:hr@evil.example", "title": LINK_MARKER}]}
     assert result.removed == 2 and result.changes == ("2 links removed from option titles",)
     assert schema["properties"]["plan"] == {"type": "string", "enum": ["Basic", "Details: www.evil.example/5g"]}
+    # A bare domain as an option is the choice's text, not a link to follow: no titles are added.
+    bare = {"type": "object", "properties": {"server": {"type": "string", "enum": ["keys.openpgp.org", "none"]}}}
+    assert strip_form_links({"message": "Pick one", "requestedSchema": bare}).removed == 0
 
 
 def test_summaries_count_and_never_hold_values() -> None:

@@ -175,7 +175,8 @@ BLIND_FLOORS = [
     ("blind30", 940, 556, 11, 1),
     # The 3 false blocks are harmless multi-selects whose `items` lack `type: "string"` (schema.invalid, as above).
     ("blind31", 940, 556, 3, 0),
-    ("blind32", 940, 552, 3, 1),
+    ("blind32", 940, 552, 3, 0),
+    ("blind33", 940, 540, 10, 0),
 ]
 
 
