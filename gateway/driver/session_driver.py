@@ -321,8 +321,10 @@ class SessionDriver:
                 if call.relay.answered:
                     # The host left after its answer (SDK clients close the stream at once): the call's own
                     # outcome ("ok", or "upstream_stream_lost" when the answer was that error) is counted
-                    # when the call ends, a moment later.
+                    # when the call ends, a moment later. The host request's span ends now: it says what
+                    # the host got, an answer.
                     counted_later = True
+                    tracing.annotate(method=method, outcome="ok", era=era_label(rec.host_version))
                     task.add_done_callback(lambda done: self.request_done(
                         method, started, _outcome_of(done), rec.host_version))
                 call.relay.detach()

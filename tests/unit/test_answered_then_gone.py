@@ -90,3 +90,29 @@ async def test_a_host_that_leaves_after_a_lost_stream_error_is_counted_with_the_
     assert "error" in stream.messages()[-1]
     assert await counted(driver, "upstream_stream_lost") == 1
     assert await counted(driver, "ok", wait=False) is None
+
+
+async def test_the_host_request_span_is_told_the_answer_before_it_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The host's span ends with its handler; the call's own outcome is counted a moment later. What the span
+    # says (method, outcome) must be set before the handler is gone: set after, it was lost (the traces test
+    # saw a host span without `mcpgw.method` when the SDK client closed its stream quickly).
+    from gateway import tracing
+    from gateway.driver import session_driver
+
+    stream = LeavesAfterTheAnswer()
+    seen: list[dict[str, Any]] = []  # what was annotated while the host's handler (and its span) still ran
+
+    def annotate(**attrs: Any) -> None:
+        if stream.handler is not None and not stream.handler.done():
+            seen.append(attrs)
+
+    monkeypatch.setattr(session_driver.tracing, "annotate", annotate)
+    assert session_driver.tracing is tracing
+    driver, _, _ = make_driver(Server())
+    rec, _ = await driver.load(await initialized(driver))
+    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "t", "arguments": {}}}
+    handler = stream.handler = asyncio.ensure_future(driver.host_request(rec, call, Responder(stream)))
+    with pytest.raises(asyncio.CancelledError):
+        await handler
+    assert await counted(driver, "ok") == 1  # the call's own outcome, counted after the handler
+    assert {"method": "tools/call", "outcome": "ok", "era": "2025"} in seen
