@@ -254,6 +254,10 @@ _SIGN_IN_ONLY: Final = frozenset(normalize_text(w) for w in _load_common().get("
 _SIGN_IN: Final = _Words(_load_common().get("sign_in_context", ()))
 # Fields whose answer is who or where the user is, never a secret: not receivers for a message's ask.
 _IDENTITY: Final = _phrase_matcher(_load_common().get("identity_fields", ()))
+# The words for a key, in the labels of a box a key goes into ("Clau", "Klíč").
+_KEY_NOUNS: Final = ("clau", "clave", "chave", "chiave", "clé", "schlüssel", "sleutel", "nyckel", "nøkkel", "nøgle",
+                     "avain", "klucz", "klíč", "kulcs", "cheie", "ключ", "anahtar", "κλειδί", "مفتاح", "מפתח", "kunci",
+                     "khóa", "キー", "鍵", "密钥")
 # Folded as labels are (words_of): written as people write them, "Väärtus" and "Τιμή" are read as the
 # folded words they become ("vaartus"; the Greek by its Latin skeleton).
 _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
@@ -279,9 +283,7 @@ _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
     "informazioni", "informatie", "informacja", "informace", "информация", "信息", "情報", "정보", "мэдээлэл",
     # So do "paste", the words for a key, for words and for a file's contents: the box the message's key,
     # recovery words or key file go into ("Paste here", "Clau", "Słowa", "Inhoud van het bestand").
-    "paste", "clau", "clave", "chave", "chiave", "clé", "schlüssel", "sleutel", "nyckel", "nøkkel", "nøgle",
-    "avain", "klucz", "klíč", "kulcs", "cheie", "ключ", "anahtar", "κλειδί", "مفتاح", "מפתח", "kunci", "khóa",
-    "キー", "鍵", "密钥", "words", "słowa", "palabras", "mots", "wörter", "woorden", "sanat", "слова", "kelimeler",
+    "paste", *_KEY_NOUNS, "words", "słowa", "palabras", "mots", "wörter", "woorden", "sanat", "слова", "kelimeler",
     # and one of the words, asked by its place ("Word #3", "Wort 7" under "the words of your recovery phrase").
     "word", "wort", "mot", "palabra", "palavra", "parola", "woord", "słowo", "slovo", "слово", "kelime", "sana",
     "sõnad", "sõna", "vārdi", "žodžiai", "szavak", "cuvinte", "думи", "λέξεις", "מילים", "كلمات", "शब्द", "単語",
@@ -307,10 +309,8 @@ _FRAGMENT_OF: Final = {"pin": frozenset({"pin", "otp", "password", "payment_card
 
 
 _KEY_WORDS: Final = frozenset(w for entry in (
-    "key", "clau", "clave", "chave", "chiave", "clé", "schlüssel", "sleutel", "nyckel", "nøkkel", "nøgle", "avain",
-    "klucz", "klíč", "kľúč", "kulcs", "cheie", "ключ", "anahtar", "κλειδί", "مفتاح", "מפתח", "kunci", "khóa", "キー",
-    "鍵", "密钥", "密鑰", "키", "ključ", "raktas", "atslēga", "võti", "lykill", "kulla", "açar", "kalit", "llave",
-    "your", "the") for w in words_of(entry))
+    "key", *_KEY_NOUNS, "kľúč", "密鑰", "키", "ključ", "raktas", "atslēga", "võti", "lykill", "kulla", "açar", "kalit",
+    "llave", "your", "the") for w in words_of(entry))
 _CODE_WORDS: Final = frozenset(w for entry in ("code", "codes", "código", "kód", "kodu", "код", "pin", "otp", "tan",
                                                 "码", "コード", "코드", "رمز") for w in words_of(entry))
 
@@ -803,7 +803,6 @@ class SensitiveFieldDetector:
                         # Four digits are a bank PIN whatever the place words say: no postal PIN code has four.
                         postal = not _FOUR_DIGITS.fullmatch(pattern) and (
                             _postal(field.name, title, description, message) or _postal_pattern(field)
-                            # Six digits beside a place field ("House number", "Village") are a postal code.
                             # A place word in the field's own texts ("ગામનો પિન કોડ", the village's PIN code),
                             # or six digits beside a place field ("House number"), make it a postal code.
                             or (_pin_word(title or field.name) and (

@@ -393,8 +393,8 @@ def _native(match: re.Match[str]) -> str:
 
 
 def native_capitals(text: str) -> str:
-    """`text` with Latin capitals inside Greek or Cyrillic capital words written in that script ("KΩΔIKOΣ"
-    -> "ΚΩΔΙΚΟΣ"): the other direction of `ascii_capitals`."""
+    """`text` with Latin capitals inside Greek or Cyrillic words written in that script ("KΩΔIKOΣ" -> "ΚΩΔΙΚΟΣ",
+    "Kωδικός" -> "Κωδικός"): the other direction of `ascii_capitals`."""
     if text.isascii():
         return text
     return _LATIN_IN_NATIVE.sub(_native, text)
