@@ -1,8 +1,9 @@
 """Upstream connector for Streamable HTTP servers.
 
-Two pools per server, each one long-lived aiohttp ClientSession (see
-`http_pool.py`): requests (POST, DELETE, and the GETs that resume a POST's
-reply) and standalone GET streams, so a request never waits behind idle streams.
+Two pools per server (see `http_pool.py`): requests (POST, DELETE, and the GETs
+that resume a POST's reply), on the lean HTTP/1.1 client of `http1.py` since every
+host call pays for it, and standalone GET streams, on aiohttp's client; a request
+never waits behind idle streams.
 
 A POST's SSE reply that ends or breaks before any JSON-RPC response came on it
 is resumed when the server gave an event id (SSE polling, 2025-11-25): wait the
@@ -27,6 +28,7 @@ from gateway.errors import UPSTREAM_FAILED, UPSTREAM_STREAM_LOST, UpstreamFailur
 from gateway.sse import DEFAULT_MAX_EVENT_BYTES, SseEvent, SseParser
 from gateway.upstream.connector import UpstreamReply, no_messages
 from gateway.upstream.credentials import UpstreamCredentials, as_credentials
+from gateway.upstream.http1 import Http1Response
 from gateway.upstream.http_pool import HttpPool, PooledResponse
 from gateway.upstream.resume import ResumePolicy, resume_refused
 
@@ -58,7 +60,7 @@ class StreamableHttpUpstream:
         self._max_event_bytes = max_event_bytes
         self._max_json_bytes = max_json_bytes
         self.requests = HttpPool(
-            name, "request", limit=max_connections, acquire_timeout=acquire_timeout,
+            name, "request", limit=max_connections, acquire_timeout=acquire_timeout, http1=True,
             # No read deadline here: a reply may rightly be quiet while a person answers an elicitation.
             # The driver bounds a request by `request_timeout_seconds`, pausing while a person answers.
             timeout=aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_connect=connect_timeout),
@@ -180,7 +182,7 @@ class StreamableHttpUpstream:
             return UpstreamReply(resp.status, sid, False, _many(parsed))
         raise UpstreamFailure(UPSTREAM_FAILED, f"server {self.name!r} answered with content type {ctype!r}")
 
-    async def _error_body(self, resp: aiohttp.ClientResponse) -> dict[str, Any] | None:
+    async def _error_body(self, resp: aiohttp.ClientResponse | Http1Response) -> dict[str, Any] | None:
         """A JSON-RPC error body at a non-2xx status is relayed as that error."""
         if resp.content_type != "application/json":
             return None
@@ -307,7 +309,7 @@ class StreamableHttpUpstream:
             failures += 1
 
 
-async def _read_body(resp: aiohttp.ClientResponse, limit: int) -> bytes | None:
+async def _read_body(resp: aiohttp.ClientResponse | Http1Response, limit: int) -> bytes | None:
     """The whole body, or None as soon as it passes `limit` bytes (`content.read(n)` may return less than n)."""
     body = bytearray()
     async for chunk in resp.content.iter_any():
