@@ -4,7 +4,7 @@
 Prints the functions with the most samples, by own time and by inclusive time, as a share of the
 samples. py-spy comes from bench/.venv; the raw collapsed stacks are kept (--out) for a flame graph.
 
-`python bench/profile_gateway.py [--seconds 15] [--tool echo|echo_sse] [--out FILE]`
+`python bench/profile_gateway.py [--seconds 15] [--tool echo|echo_sse] [--state memory|redis] [--out FILE]`
 """
 
 from __future__ import annotations
@@ -57,14 +57,15 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=int, default=15)
     p.add_argument("--tool", default="echo", choices=["echo", "echo_sse"])
+    p.add_argument("--state", default="memory", choices=["memory", "redis"], help="the gateway's state backend")
     p.add_argument("--top", type=int, default=40)
     p.add_argument("--out", help="keep py-spy's collapsed stacks here")
     args = p.parse_args()
     if not PY_SPY.exists():
         raise SystemExit("py-spy is missing: make bench-tools installs it into bench/.venv")
     loader = rb.pick_loader("auto")
-    with tempfile.TemporaryDirectory() as tmp_name, rb.targets(Path(tmp_name), ["gateway-memory"]) as (_, by_key):
-        target = by_key["gateway-memory"]
+    with tempfile.TemporaryDirectory() as tmp_name, rb.targets(Path(tmp_name), [f"gateway-{args.state}"]) as (_, by_key):
+        target = by_key[f"gateway-{args.state}"]
         if target.unavailable:
             raise SystemExit(target.unavailable)
         asyncio.run(rb.prepare(target, 200))
@@ -76,7 +77,7 @@ def main() -> None:
         _, err = spy.communicate(timeout=args.seconds + 60)
         if spy.returncode != 0 or not raw.exists():
             raise SystemExit(f"py-spy failed: {err.decode(errors='replace')[-500:]}")
-        print(f"gateway, memory state, {args.tool} c=32 for {args.seconds} s with {loader}: "
+        print(f"gateway, {args.state} state, {args.tool} c=32 for {args.seconds} s with {loader}: "
               f"{figures['requests'] / figures['seconds']:,.0f} req/s while sampled (py-spy slows it a little)")
         print(summarize(raw.read_text(), args.top))
         if args.out:

@@ -34,6 +34,7 @@ import orjson
 from gateway.logs import get_logger
 from gateway.state.owner import Owner, OwnerKey
 from gateway.state.redis_client import DEFAULT_SOCKET_TIMEOUT_S, connect_redis, unavailable_on_redis_error
+from gateway.state.redis_lean import LeanScripts
 from gateway.state.ttl import COUNTED, DEFAULT_MAX_EVENT_BYTES, check_max_events, grace_ms, parse_event_id, ttl_ms
 
 log = get_logger("gateway.state")
@@ -162,6 +163,8 @@ class RedisStateStore:
         self._put_pending = self._redis.register_script(_PUT_PENDING)
         self._take_pending = self._redis.register_script(_TAKE_PENDING)
         self._load_session = self._redis.register_script(_LOAD_SESSION)
+        # The session load runs on every host request: on one pipelined connection (redis_lean.py).
+        self._lean = LeanScripts.for_client(self._redis)
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self.round_trips: collections.Counter[str] = collections.Counter()
         self._pubsub: Any = None
@@ -216,9 +219,11 @@ class RedisStateStore:
         """The record (TTL refreshed, marked seen) and, with `take`, that pending entry removed: one round trip."""
         px = ttl_ms(ttl_s, "ttl_s")
         with self._op("load_session"):
-            raw, raw_pending = cast(list[bytes | None], await self._load_session(
-                keys=[self._session_key(session_id), f"{self._prefix}sessions"],
-                args=[px, time.time(), session_id, f"p:{take}" if take is not None else ""]))
+            keys = [self._session_key(session_id), f"{self._prefix}sessions"]
+            args: list[str | int | float] = [px, time.time(), session_id, f"p:{take}" if take is not None else ""]
+            reply = (await self._lean.evalsha(self._load_session.sha, _LOAD_SESSION, keys, args)
+                     if self._lean is not None else await self._load_session(keys=keys, args=args))
+            raw, raw_pending = cast(list[bytes | None], reply)
         if raw is None:
             return None, None
         pending = orjson.loads(raw_pending) if raw_pending is not None else None
@@ -453,4 +458,6 @@ class RedisStateStore:
         if self._pubsub is not None:
             with contextlib.suppress(Exception):
                 await self._pubsub.aclose()
+        if self._lean is not None:
+            self._lean.close()
         await self._redis.aclose()
