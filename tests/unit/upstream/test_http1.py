@@ -278,3 +278,41 @@ async def test_read_returns_at_most_what_was_asked_and_keeps_the_rest(serve) -> 
         assert resp.content.at_eof()
     finally:
         pool.close()
+
+
+async def test_tls_is_verified_against_the_trust_store(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A self-signed server is refused; the same server is served once its certificate is trusted (SSL_CERT_FILE,
+    read by `ssl.create_default_context()` like the system's store)."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await srv.read_request(reader)
+        writer.write(answer(b"{}"))
+        await writer.drain()
+
+    srv = Server(handler)
+    srv.server = await asyncio.start_server(srv._serve, "127.0.0.1", 0, ssl=context)
+    url = f"https://localhost:{srv.server.sockets[0].getsockname()[1]}/mcp"
+    try:
+        pool = Http1Pool(url, connect_timeout=2)
+        with pytest.raises(ssl.SSLCertVerificationError):
+            await pool.request("POST", url, {}, b"{}")
+        pool.close()
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        pool = Http1Pool(url, connect_timeout=2)
+        resp = await pool.request("POST", url, {}, b"{}")
+        assert (resp.status, await body_of(resp)) == (200, b"{}")
+        pool.close()
+    finally:
+        srv.server.close()
