@@ -64,8 +64,9 @@ def main() -> None:
     if not PY_SPY.exists():
         raise SystemExit("py-spy is missing: make bench-tools installs it into bench/.venv")
     loader = rb.pick_loader("auto")
-    with tempfile.TemporaryDirectory() as tmp_name, rb.targets(Path(tmp_name), [f"gateway-{args.state}"]) as (_, by_key):
-        target = by_key[f"gateway-{args.state}"]
+    key = f"gateway-{args.state}"
+    with tempfile.TemporaryDirectory() as tmp_name, rb.targets(Path(tmp_name), [key]) as (_, by_key):
+        target = by_key[key]
         if target.unavailable:
             raise SystemExit(target.unavailable)
         asyncio.run(rb.prepare(target, 200))
