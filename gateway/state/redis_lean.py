@@ -4,11 +4,11 @@ Why: through redis-py's asyncio client one EVALSHA cost about 50 µs of the gate
 a lock, a deadline per socket read), and through this about 14 µs (measured at 32 concurrent callers,
 docs/performance.md); the session load is paid on every host request. Everything else keeps redis-py.
 
-How: one TCP connection; commands are written as they come, replies parsed by hiredis (redis-py's own C
-parser) and matched to callers in order (Redis answers a connection's commands in order). It speaks only
-what that needs: AUTH and SELECT on connect, EVALSHA, and EVAL when Redis answers NOSCRIPT (after a restart
-or SCRIPT FLUSH). Plain TCP only: for `rediss://` or a Unix socket, `for_client` returns None and
-redis-py serves every command.
+How: one TCP connection; commands packed by hiredis (redis-py's own C parser) and written once per turn
+of the event loop, replies parsed by hiredis and matched to callers in order (Redis answers a
+connection's commands in order). It speaks only what that needs: AUTH and SELECT on connect, EVALSHA,
+and EVAL when Redis answers NOSCRIPT (after a restart or SCRIPT FLUSH). Plain TCP only: for `rediss://`
+or a Unix socket, `for_client` returns None and redis-py serves every command.
 
 Failure is loud, never silent: a reply later than `socket_timeout` fails every caller waiting on the
 connection (`TimeoutError`) and closes it; a lost connection fails them too (`ConnectionError`); the store
@@ -29,12 +29,10 @@ from redis.asyncio.connection import Connection
 from redis.exceptions import ResponseError
 
 
-def _pack(*args: bytes | str | int | float) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        data = arg if isinstance(arg, bytes) else str(arg).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
-    return b"".join(out)
+def _command(args: tuple[Any, ...]) -> bytes:
+    """One command in RESP, packed by hiredis (its type stub takes a one-element tuple: hence `Any` here)."""
+    packed: bytes = hiredis.pack_command(args)
+    return packed
 
 
 class _Link(asyncio.Protocol):
@@ -141,9 +139,9 @@ class LeanScripts:
                    timeout=float(kw.get("socket_timeout") or 1.0))
 
     async def evalsha(self, sha: str, script: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        reply = await self._call(_pack(b"EVALSHA", sha, len(keys), *keys, *args))
+        reply = await self._call(_command((b"EVALSHA", sha, len(keys), *keys, *args)))
         if isinstance(reply, hiredis.ReplyError) and str(reply).startswith("NOSCRIPT"):
-            reply = await self._call(_pack(b"EVAL", script, len(keys), *keys, *args))
+            reply = await self._call(_command((b"EVAL", script, len(keys), *keys, *args)))
         if isinstance(reply, hiredis.ReplyError):
             raise ResponseError(str(reply))
         return reply
@@ -176,9 +174,9 @@ class LeanScripts:
                 hello = []
                 if self._password is not None:
                     auth = (self._username, self._password) if self._username else (self._password,)
-                    hello.append(link.send(_pack(b"AUTH", *auth)))
+                    hello.append(link.send(_command((b"AUTH", *auth))))
                 if self._db:
-                    hello.append(link.send(_pack(b"SELECT", self._db)))
+                    hello.append(link.send(_command((b"SELECT", self._db))))
                 for reply in await asyncio.gather(*hello):
                     if isinstance(reply, hiredis.ReplyError):
                         raise ResponseError(str(reply))

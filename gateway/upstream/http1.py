@@ -27,7 +27,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from typing import cast
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import httptools
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -198,7 +198,7 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.response: Http1Response | None = None
-        self.lost = self.stray = False
+        self.lost = False
         self.idle_since = 0.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -215,9 +215,6 @@ class _Connection(asyncio.Protocol):
             if self.response is not None:
                 self.response._fail(ResponseBroken(f"malformed HTTP response ({type(exc).__name__})"))
             self.close()
-            return
-        if self.stray:
-            self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
@@ -230,31 +227,30 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
-    # httptools callbacks: bytes after the response ended belong to no request (`stray`).
+    # httptools callbacks. Bytes after the response ended belong to no request: raising stops the parser
+    # (feed_data raises HttpParserCallbackError, an HttpParserError) and data_received closes the connection.
+
+    def _current(self) -> Http1Response:
+        if self.response is None:
+            raise ResponseBroken("bytes after the response ended")
+        return self.response
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if self.response is None:
-            self.stray = True
-            return
-        self.response._raw_headers.append((name, value))
+        self._current()._raw_headers.append((name, value))
 
     def on_headers_complete(self) -> None:
-        if self.response is None:
-            self.stray = True
-            return
-        self.response._headers_done(self.parser.get_status_code())
+        self._current()._headers_done(self.parser.get_status_code())
 
     def on_body(self, body: bytes) -> None:
-        if self.response is None:
-            self.stray = True
-            return
-        self.response._feed(body)
+        self._current()._feed(body)
 
     def on_message_complete(self) -> None:
-        if self.response is None:
-            self.stray = True
-            return
-        self.response._complete(self.parser.should_keep_alive())
+        self._current()._complete(self.parser.should_keep_alive())
+
+
+def _origin(parts: SplitResult) -> str:
+    """scheme://host[:port], without user info."""
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
 
 
 class Http1Pool:
@@ -267,11 +263,11 @@ class Http1Pool:
         self.loop = asyncio.get_running_loop()
         self._tls = ssl.create_default_context() if parts.scheme == "https" else None
         self._host = parts.hostname
-        self._port = parts.port or (443 if self._tls else 80)
-        default_port = self._port == (443 if self._tls else 80)
+        default_port = 443 if self._tls else 80
+        self._port = parts.port or default_port
         host = f"[{self._host}]" if ":" in self._host else self._host
-        self._origin = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
-        self._host_header = host if default_port else f"{host}:{self._port}"
+        self._origin = _origin(parts)
+        self._host_header = host if self._port == default_port else f"{host}:{self._port}"
         self.connect_timeout = connect_timeout
         self.idle_timeout = idle_timeout
         self._idle: deque[_Connection] = deque()  # newest on the right: taken first, while still warm
@@ -313,7 +309,7 @@ class Http1Pool:
 
     def _target(self, url: str) -> str:
         parts = urlsplit(url)
-        if f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}" != self._origin:
+        if _origin(parts) != self._origin:
             raise ValueError("a request to another origin than this pool's")
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         if len(self._targets) < 64:
