@@ -8,7 +8,7 @@ NPM_STAMP := tests/npm/node_modules/.installed
 # The MCP conformance suite and the Node (>= 22) it runs on, both from npm, pinned by the lock file.
 CONFORMANCE_STAMP := tests/conformance/node_modules/.installed
 
-.PHONY: run test lint unit bench bench-quick bench-tools bench-profile bench-sessions bench-start check-schema clean deploy-check conformance conformance-ci \
+.PHONY: run test lint unit bench bench-quick bench-tools bench-profile bench-clients bench-sessions bench-start check-schema clean deploy-check conformance conformance-ci \
 	lexicon-real-words \
 	conformance-tools fuzz soak burst browser
 
@@ -152,6 +152,10 @@ bench-profile: bench-tools
 lexicon-real-words: $(STAMP)
 	$(PY) -m pip install --quiet 'wordfreq==3.1.1'
 	$(PY) scripts/lexicon_real_words.py
+
+# One upstream POST and one session load, library against the gateway's lean path, in processes of their own.
+bench-clients: $(STAMP)
+	$(PY) bench/client_costs.py
 
 # Session figures only: 10,000 idle sessions against the gateway and a plain aiohttp forwarder.
 bench-sessions: $(STAMP)

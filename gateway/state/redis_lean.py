@@ -1,8 +1,8 @@
 """One pipelined Redis connection for the script every host request runs (the session load).
 
-Why: through redis-py's asyncio client one EVALSHA cost about 50 µs of the gateway's CPU (a pool checkout,
-a lock, a deadline per socket read), and through this about 14 µs (measured at 32 concurrent callers,
-docs/performance.md); the session load is paid on every host request. Everything else keeps redis-py.
+Why: through redis-py's asyncio client one EVALSHA cost 43–45 µs of the gateway's CPU (a pool checkout,
+a lock, a deadline per socket read), and through this about 4 µs (32 concurrent callers, `make
+bench-clients`, docs/performance.md); the session load is paid on every host request. Everything else keeps redis-py.
 
 How: one TCP connection; commands packed by hiredis (redis-py's own C parser) and written once per turn
 of the event loop, replies parsed by hiredis and matched to callers in order (Redis answers a

@@ -109,3 +109,19 @@ def test_the_start_time_script_prints_both_starts_and_the_cache_size() -> None:
                          text=True, timeout=120, cwd=REPO)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "lexicon built" in out.stdout and "read from the cache" in out.stdout and "cache file:" in out.stdout
+
+
+def test_the_client_costs_print_both_sides_with_a_tiny_sample() -> None:
+    out = subprocess.run([sys.executable, str(REPO / "bench" / "client_costs.py"), "--calls", "256"],
+                         capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert lines[1].startswith("upstream POST (HttpPool): aiohttp ClientSession ") and "http1.py" in lines[1]
+    assert lines[2].startswith("session-load EVALSHA: redis-py ") and "redis_lean.py" in lines[2]
+
+
+def test_the_ab_of_checkouts_prints_every_target_with_a_tiny_sample() -> None:
+    out = subprocess.run([sys.executable, str(REPO / "bench" / "ab_gateways.py"), "--rounds", "1", "--seconds", "1",
+                          "fw=forwarder", "this=."], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert [line.split(":")[0] for line in out.stdout.splitlines()[1:]] == ["fw", "this"]
