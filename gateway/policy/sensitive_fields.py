@@ -491,6 +491,7 @@ class _Field(NamedTuple):
     schema: Mapping[str, Any]
     kind: str
     key: str  # the property name as sent: what a finding's location names
+    offered: str  # a choice's option texts that may ask something (`_option_texts`); "" for other fields
 
     @property
     def path(self) -> str:
@@ -629,7 +630,9 @@ class SensitiveFieldDetector:
                 prop_schema = _decoded_schema(prop_schema)
                 name = decode_escapes(key)
             kind = _field_kind(prop_schema)
-            fields.append(_Field(name, prop_schema, kind, key))
+            offered = _option_texts(prop_schema) if kind is _OTHER and (
+                "enum" in prop_schema or "oneOf" in prop_schema or "items" in prop_schema) else ""
+            fields.append(_Field(name, prop_schema, kind, key, offered))
             if kind is not _OTHER:
                 title, description = prop_schema.get("title"), prop_schema.get("description")
                 title = title if isinstance(title, str) else ""
@@ -648,7 +651,6 @@ class SensitiveFieldDetector:
             elif "enum" in prop_schema or "oneOf" in prop_schema or "items" in prop_schema:
                 # A choice of secret fragments is read too (`_fragment_asks`), and one that offers security
                 # questions (`_chosen_question`): its title, and what it offers.
-                offered = _option_texts(prop_schema)
                 if offered or _options(prop_schema) is not None:
                     rest += (_text(prop_schema.get("title")), _text(prop_schema.get("description")), name, offered, "")
         return fields, labels, rest, misspelt
@@ -941,7 +943,7 @@ class SensitiveFieldDetector:
         def offers(field: _Field) -> bool:
             default = field.schema.get("default")
             if field.kind is _OTHER:
-                shown = _option_texts(field.schema)
+                shown = field.offered
             elif field.kind is _FREE and isinstance(default, str) and default.strip():
                 shown = default
             else:
