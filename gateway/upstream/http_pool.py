@@ -86,7 +86,8 @@ class HttpPool:
         return self._client
 
     async def start(self) -> None:
-        self._session()
+        if not self._http1:  # the lean client connects on its first request; no aiohttp session is needed
+            self._session()
 
     async def close(self) -> None:
         if self._lean is not None:
