@@ -494,6 +494,11 @@ _EXPLICIT_LINK: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://|(?<![\w.])www\.
 _OPTION_KEYS: Final[_Handlers] = {"title": (_TEXT, _OPTION_TITLES)}
 
 
+def _untitled(choice: Mapping[str, Any]) -> bool:
+    """A choice that shows its `enum` values themselves: no enumNames, oneOf or anyOf titles them."""
+    return not any(key in choice for key in _TITLED)
+
+
 class _Tally:
     """Rewrites a params tree copy-on-write (unchanged nodes are the same objects) and counts removals."""
 
@@ -563,7 +568,7 @@ class _Tally:
         stripped. A bare domain as an option ("keys.openpgp.org") is a choice's text, not a link to follow,
         and is left as it is. None when nothing changes."""
         values = obj["enum"]
-        if not isinstance(values, list) or any(key in obj for key in _TITLED) or not any(
+        if not isinstance(values, list) or not _untitled(obj) or not any(
                 isinstance(v, str) and _may_contain_link(v) and _EXPLICIT_LINK.search(_build_skeleton(v).text)
                 for v in values):
             return None  # (titled options are stripped as option titles above)
@@ -605,7 +610,7 @@ def _collect_texts(obj: Any, handlers: _Handlers, out: list[str]) -> None:
                 for prop in old.values():
                     _collect_texts(prop, _PROPERTY_KEYS, out)
         elif kind == _ENUM:
-            if isinstance(old, list) and not any(key in obj for key in _TITLED):
+            if isinstance(old, list) and _untitled(obj):
                 out.extend(v for v in old if isinstance(v, str))
         elif not isinstance(old, list):
             if kind == _TEXTS and isinstance(old, str):
