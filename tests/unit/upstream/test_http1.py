@@ -50,6 +50,12 @@ class Server:
                 await reader.readexactly(int(line.split(b":")[1]))
         return head
 
+    async def answer_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, reply: bytes) -> None:
+        """Reads one request and writes `reply`, whatever it holds."""
+        await self.read_request(reader)
+        writer.write(reply)
+        await writer.drain()
+
     @property
     def url(self) -> str:
         assert self.server is not None
@@ -84,9 +90,7 @@ async def body_of(resp: Http1Response) -> bytes:
 async def test_keep_alive_answers_share_one_connection_and_the_request_is_well_formed(serve) -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while True:
-            await srv.read_request(reader)
-            writer.write(answer(b'{"ok":1}', b"Mcp-Session-Id: abc\r\n"))
-            await writer.drain()
+            await srv.answer_one(reader, writer, answer(b'{"ok":1}', b"Mcp-Session-Id: abc\r\n"))
 
     srv = await serve(handler)
     pool = Http1Pool(srv.url, connect_timeout=2)
@@ -107,9 +111,8 @@ async def test_keep_alive_answers_share_one_connection_and_the_request_is_well_f
 
 async def test_a_body_cut_short_is_an_error_and_the_connection_is_not_reused(serve) -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await srv.read_request(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"partial")
-        await writer.drain()
+        await srv.answer_one(reader, writer, b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                             b"Content-Length: 100\r\n\r\n{\"partial")
 
     srv = await serve(handler)
     pool = Http1Pool(srv.url, connect_timeout=2)
@@ -130,9 +133,7 @@ async def test_a_body_cut_short_is_an_error_and_the_connection_is_not_reused(ser
 ], ids=["malformed", "closed", "gzip"])
 async def test_no_usable_response_raises_before_any_body_is_read(serve, reply: bytes) -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await srv.read_request(reader)
-        writer.write(reply)
-        await writer.drain()
+        await srv.answer_one(reader, writer, reply)
 
     srv = await serve(handler)
     pool = Http1Pool(srv.url, connect_timeout=2)
@@ -212,15 +213,11 @@ async def test_a_slow_reader_pauses_the_socket_and_still_gets_every_byte(serve) 
 
 async def test_an_idle_connection_the_server_closed_or_kept_too_long_is_not_used(serve) -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await srv.read_request(reader)
-        writer.write(answer(b"{}"))
-        await writer.drain()
+        await srv.answer_one(reader, writer, answer(b"{}"))
         if len(srv.ports) == 1:
             return  # the first connection: closed by the server once idle
         while True:
-            await srv.read_request(reader)
-            writer.write(answer(b"{}"))
-            await writer.drain()
+            await srv.answer_one(reader, writer, answer(b"{}"))
 
     srv = await serve(handler)
     pool = Http1Pool(srv.url, connect_timeout=2, idle_timeout=0.2)
@@ -265,9 +262,7 @@ async def test_an_unreachable_server_fails_within_the_connect_deadline() -> None
 
 async def test_read_returns_at_most_what_was_asked_and_keeps_the_rest(serve) -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await srv.read_request(reader)
-        writer.write(answer(b"0123456789"))
-        await writer.drain()
+        await srv.answer_one(reader, writer, answer(b"0123456789"))
 
     srv = await serve(handler)
     pool = Http1Pool(srv.url, connect_timeout=2)
@@ -297,9 +292,7 @@ async def test_tls_is_verified_against_the_trust_store(tmp_path, monkeypatch: py
     context.load_cert_chain(cert, key)
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await srv.read_request(reader)
-        writer.write(answer(b"{}"))
-        await writer.drain()
+        await srv.answer_one(reader, writer, answer(b"{}"))
 
     srv = Server(handler)
     srv.server = await asyncio.start_server(srv._serve, "127.0.0.1", 0, ssl=context)
