@@ -6,6 +6,7 @@ backend cannot be reached the elicitation is blocked (fail closed).
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -102,16 +103,20 @@ class ElicitationGate:
     async def _rate_limit(self, user: str) -> Decision | None:
         if self._limiter is None:
             return None
-        checks: list[tuple[str | None, tuple[str, ...]]] = [(self.policy.rate_limit, ("server", self.server))]
+        checks: list[tuple[str, tuple[str, ...]]] = []
+        if self.policy.rate_limit:
+            checks.append((self.policy.rate_limit, ("server", self.server)))
         if self.policy.rate_limit_per_user:
             checks.append((self.policy.rate_limit_per_user, ("user", self.server, user)))
-        for spec, key in checks:
-            if not spec:
-                continue
-            try:
-                verdict = await self._limiter.hit(spec, *key)
-            except StateUnavailable:
+        # Both windows at once (one round trip to Redis, not two): every attempt counts in both, also one
+        # the other refuses.
+        verdicts = await asyncio.gather(*(self._limiter.hit(spec, *key) for spec, key in checks),
+                                        return_exceptions=True)
+        for (_, key), verdict in zip(checks, verdicts, strict=True):
+            if isinstance(verdict, StateUnavailable):
                 return block("state.unavailable", "rate-limit state unreachable; blocked", code=POLICY_UNAVAILABLE)
+            if isinstance(verdict, BaseException):
+                raise verdict
             if not verdict.allowed:
                 retry = math.ceil(verdict.retry_after_seconds * 1000) / 1000
                 scope = "per user" if key[0] == "user" else "per server"

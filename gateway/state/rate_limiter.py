@@ -28,6 +28,7 @@ from urllib.parse import quote, urlsplit
 
 from limits import RateLimitItem, parse_many
 from limits.aio.storage import MemoryStorage, RedisStorage
+from limits.aio.storage.redis.redispy import RedispyBridge
 from limits.aio.strategies import FixedWindowRateLimiter
 from limits.errors import StorageError
 from redis.asyncio import Redis
@@ -35,6 +36,7 @@ from redis.exceptions import RedisError
 
 from gateway.state.errors import StateUnavailable
 from gateway.state.redis_client import DEFAULT_SOCKET_TIMEOUT_S, connect_redis, unavailable_on_redis_error
+from gateway.state.redis_lean import LeanScripts
 
 _EXAMPLE = "expected limits notation such as '10/minute' or '5/second;100/hour'"
 _STORAGE_ERRORS = (RedisError, OSError, StorageError)
@@ -86,6 +88,7 @@ class RateLimiter:
     ) -> None:
         scheme = urlsplit(storage_uri).scheme.removeprefix("async+")
         self._redis: Redis | None = None
+        self._lean: LeanScripts | None = None
         self._storage: MemoryStorage | RedisStorage
         if scheme == "memory":
             self._storage = MemoryStorage()
@@ -98,6 +101,9 @@ class RateLimiter:
             self._storage = RedisStorage(
                 f"async+{plain_uri}", implementation="redispy", key_prefix=key_prefix, **options
             )
+            # A hit runs limits' own script on its own key, over the store's pipelined connection (one per
+            # elicitation and window: a tenth of redis-py's CPU, docs/performance.md). None unless plain TCP.
+            self._lean = LeanScripts.for_client(self._redis)
         else:
             raise ValueError(f"unsupported rate-limit storage {storage_uri!r}; use memory:// or redis://")
         self._limiter = FixedWindowRateLimiter(self._storage)
@@ -111,7 +117,7 @@ class RateLimiter:
         items = _parse(spec)
         # Encoded so a '/' inside a part cannot alias another key (limits joins with '/').
         parts = [quote(p, safe="") for p in key]
-        results = await self._gather([self._limiter.hit(item, *parts) for item in items])
+        results = await self._gather([self._hit(item, parts) for item in items])
         exhausted = [item for item, ok in zip(items, results, strict=True) if not ok]
         if not exhausted:
             return _ALLOWED
@@ -119,6 +125,16 @@ class RateLimiter:
         wait, item = max(zip(waits, exhausted, strict=True), key=lambda pair: pair[0])
         # Never 0 when refused: "retry now" would invite a busy loop.
         return RateVerdict(allowed=False, limit=str(item), retry_after_seconds=max(0.001, _round_up_ms(wait)))
+
+    async def _hit(self, item: RateLimitItem, parts: Sequence[str]) -> bool:
+        if self._lean is None:
+            return await self._limiter.hit(item, *parts)
+        # What FixedWindowRateLimiter.hit does (INCRBY, EXPIRE when new), with limits' script and key.
+        bridge = cast(RedispyBridge, cast(RedisStorage, self._storage).bridge)
+        script = bridge.lua_incr_expire
+        key = bridge.prefixed_key(item.key_for(*parts))
+        count = await self._lean.evalsha(script.sha, cast(str, script.script), [key], [item.get_expiry(), 1])
+        return int(count) <= item.amount
 
     async def _reset_in(self, item: RateLimitItem, parts: Sequence[str]) -> float:
         """Seconds until this window's counter resets."""
@@ -150,6 +166,8 @@ class RateLimiter:
 
     async def close(self) -> None:
         if self._redis is not None:
+            if self._lean is not None:
+                self._lean.close()
             await self._redis.aclose()
             return
         # MemoryStorage schedules an expiry sweep task; do not leave it pending.

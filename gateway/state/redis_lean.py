@@ -1,14 +1,16 @@
-"""One pipelined Redis connection for the script every host request runs (the session load).
+"""One pipelined Redis connection for the store's scripts and the commands on a request's path.
 
 Why: through redis-py's asyncio client one EVALSHA cost 43–45 µs of the gateway's CPU (a pool checkout,
 a lock, a deadline per socket read), and through this about 4 µs (32 concurrent callers, `make
-bench-clients`, docs/performance.md); the session load is paid on every host request. Everything else keeps redis-py.
+bench-clients`, docs/performance.md); the session load is paid on every host request, and an elicitation
+runs half a dozen scripts. Pipelines, pub/sub and the admin reads keep redis-py.
 
 How: one TCP connection; commands packed by hiredis (redis-py's own C parser) and written once per turn
 of the event loop, replies parsed by hiredis and matched to callers in order (Redis answers a
-connection's commands in order). It speaks only what that needs: AUTH and SELECT on connect, EVALSHA,
-and EVAL when Redis answers NOSCRIPT (after a restart or SCRIPT FLUSH). Plain TCP only: for `rediss://`
-or a Unix socket, `for_client` returns None and redis-py serves every command.
+connection's commands in order). Replies are hiredis's raw ones (bytes, ints, lists; no redis-py
+response callbacks). It speaks AUTH and SELECT on connect, EVALSHA (and EVAL when Redis answers
+NOSCRIPT, after a restart or SCRIPT FLUSH) and plain commands. Plain TCP only: for `rediss://` or a Unix
+socket, `for_client` returns None and redis-py serves every command.
 
 Failure is loud, never silent: a reply later than `socket_timeout` fails every caller waiting on the
 connection (`TimeoutError`) and closes it; a lost connection fails them too (`ConnectionError`); the store
@@ -116,7 +118,7 @@ class _Link(asyncio.Protocol):
 
 
 class LeanScripts:
-    """EVALSHA over one pipelined connection (see the module's docstring)."""
+    """EVALSHA and plain commands over one pipelined connection (see the module's docstring)."""
 
     def __init__(self, host: str, port: int, *, db: int = 0, username: str | None = None,
                  password: str | None = None, timeout: float = 1.0) -> None:
@@ -142,6 +144,13 @@ class LeanScripts:
         reply = await self._call(_command((b"EVALSHA", sha, len(keys), *keys, *args)))
         if isinstance(reply, hiredis.ReplyError) and str(reply).startswith("NOSCRIPT"):
             reply = await self._call(_command((b"EVAL", script, len(keys), *keys, *args)))
+        if isinstance(reply, hiredis.ReplyError):
+            raise ResponseError(str(reply))
+        return reply
+
+    async def command(self, *args: Any) -> Any:
+        """One command (`GET`, `SET` ...), its raw reply; an error reply raises ResponseError."""
+        reply = await self._call(_command(args))
         if isinstance(reply, hiredis.ReplyError):
             raise ResponseError(str(reply))
         return reply

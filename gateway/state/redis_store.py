@@ -13,9 +13,11 @@ and '{' inside ids cannot collide with the separators or hash tags):
     <p>events:{<sid>}:seq                 string counter (INCR), PX = buffer TTL
     <p>events:{<sid>}:log                 sorted set, score = event id, member = b"<id>:<payload>"
 
-Multi-key scripts only touch keys sharing one {hash tag}, so they also run on
-Redis Cluster. Every operation is one command, one MULTI or one Lua script,
-so racing replicas never observe half an update.
+Every operation is one command, one MULTI or one Lua script, so racing replicas
+never observe half an update. Scripts touch a session's keys together with the
+shared indexes (`sessions`, `pending_counts`): one Redis, not Cluster (docs/state.md).
+Scripts and the commands on a request's path go over one pipelined connection
+(redis_lean.py) when Redis is plain TCP; pipelines and pub/sub use redis-py.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any, cast
 from urllib.parse import quote
 
 import orjson
+from redis.commands.core import AsyncScript
 
 from gateway.logs import get_logger
 from gateway.state.owner import Owner, OwnerKey
@@ -90,7 +93,8 @@ return redis.call('ZRANGE', KEYS[2], 0, -1)
 """
 
 
-# Pending server requests per session are capped: a flooding server cannot grow the record.
+# Pending server requests per session are capped: a flooding server cannot grow the record. A new entry
+# counted as ARGV[4] (an elicitation: its server's name) adds one to that count in KEYS[2].
 _PUT_PENDING = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local new = redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0
@@ -98,13 +102,15 @@ if new and redis.call('HLEN', KEYS[1]) > tonumber(ARGV[3]) then
   return 0
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-if new then return 2 end
-return 1
+if not new then return 1 end
+if ARGV[4] ~= '' then redis.call('HINCRBY', KEYS[2], ARGV[4], 1) end
+return 2
 """
 
 # Load a session KEYS[1]: its record, TTL refreshed to ARGV[1] ms, marked seen at ARGV[2] in the index KEYS[2]
-# (member ARGV[3]), and with ARGV[4] ~= '' that pending entry taken. One command instead of a MULTI pipeline of
-# five: redis-py builds and parses every command and reply in Python, on every request.
+# (member ARGV[3]), and with ARGV[4] ~= '' that pending entry taken (and uncounted in KEYS[3], the count it
+# was put with: an answered elicitation). One command instead of a MULTI pipeline of five: redis-py builds and
+# parses every command and reply in Python, on every request.
 _LOAD_SESSION = """
 local record = redis.call('HGET', KEYS[1], 'r')
 if not record then return {false, false} end
@@ -113,22 +119,31 @@ redis.call('ZADD', KEYS[2], 'XX', ARGV[2], ARGV[3])
 local pending = false
 if ARGV[4] ~= '' then
   pending = redis.call('HGET', KEYS[1], ARGV[4])
-  if pending then redis.call('HDEL', KEYS[1], ARGV[4]) end
+  if pending then
+    redis.call('HDEL', KEYS[1], ARGV[4])
+    local ok, value = pcall(cjson.decode, pending)
+    local counted = ok and type(value) == 'table' and value[ARGV[5]]
+    if type(counted) == 'string' then redis.call('HINCRBY', KEYS[3], counted, -1) end
+  end
 end
 return {record, pending}
 """
 
-# Remove the pending entries named (or, with no ARGV, all of them) from the session KEYS[1]; return them.
+# Remove the pending entries named in ARGV[2..] (or, with none, all of them) from the session KEYS[1], uncount
+# the counted ones (field ARGV[1] of their JSON names the count in KEYS[2]); return how many were removed.
 _TAKE_PENDING = """
-local fields = ARGV
+local fields = {unpack(ARGV, 2)}
 if #fields == 0 then fields = redis.call('HKEYS', KEYS[1]) end
-local taken = {}
+local taken = 0
 for _, f in ipairs(fields) do
   if string.sub(f, 1, 2) == 'p:' then
     local v = redis.call('HGET', KEYS[1], f)
     if v then
       redis.call('HDEL', KEYS[1], f)
-      taken[#taken + 1] = v
+      taken = taken + 1
+      local ok, value = pcall(cjson.decode, v)
+      local counted = ok and type(value) == 'table' and value[ARGV[1]]
+      if type(counted) == 'string' then redis.call('HINCRBY', KEYS[2], counted, -1) end
     end
   end
 end
@@ -136,15 +151,6 @@ return taken
 """
 
 
-
-
-def _counted(raw: bytes) -> str | None:
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    name = value.get(COUNTED) if isinstance(value, dict) else None
-    return name if isinstance(name, str) else None
 
 
 def _enc(part: str) -> str:
@@ -163,7 +169,7 @@ class RedisStateStore:
         self._put_pending = self._redis.register_script(_PUT_PENDING)
         self._take_pending = self._redis.register_script(_TAKE_PENDING)
         self._load_session = self._redis.register_script(_LOAD_SESSION)
-        # The session load runs on every host request: on one pipelined connection (redis_lean.py).
+        # On every host request, and half a dozen times per elicitation: one pipelined connection (redis_lean.py).
         self._lean = LeanScripts.for_client(self._redis)
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self.round_trips: collections.Counter[str] = collections.Counter()
@@ -190,6 +196,17 @@ class RedisStateStore:
         """One round trip to Redis (a command, a pipeline or a script), counted for /metrics."""
         self.round_trips[name] += 1
         return unavailable_on_redis_error(name)
+
+    async def _script(self, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
+        if self._lean is not None:
+            return await self._lean.evalsha(script.sha, cast(str, script.script), keys, args)
+        return await script(keys=keys, args=args)
+
+    async def _command(self, *args: Any) -> Any:
+        """One command's raw reply (bytes, not redis-py's parsed forms: callers use only GET and SET)."""
+        if self._lean is not None:
+            return await self._lean.command(*args)
+        return await cast(Any, self._redis).execute_command(*args)
 
     def _wake_channel(self, host_session: str) -> str:
         return f"{self._prefix}wake:{_enc(host_session)}"
@@ -219,18 +236,14 @@ class RedisStateStore:
         """The record (TTL refreshed, marked seen) and, with `take`, that pending entry removed: one round trip."""
         px = ttl_ms(ttl_s, "ttl_s")
         with self._op("load_session"):
-            keys = [self._session_key(session_id), f"{self._prefix}sessions"]
-            args: list[str | int | float] = [px, time.time(), session_id, f"p:{take}" if take is not None else ""]
-            reply = (await self._lean.evalsha(self._load_session.sha, _LOAD_SESSION, keys, args)
-                     if self._lean is not None else await self._load_session(keys=keys, args=args))
-            raw, raw_pending = cast(list[bytes | None], reply)
+            keys = [self._session_key(session_id), f"{self._prefix}sessions", self._counts_key]
+            args = [px, time.time(), session_id, f"p:{take}" if take is not None else "", COUNTED]
+            raw, raw_pending = cast(list[bytes | None], await self._script(self._load_session, keys, args))
         if raw is None:
             return None, None
         pending = orjson.loads(raw_pending) if raw_pending is not None else None
-        counted = pending.pop(COUNTED, None) if pending is not None else None
-        if isinstance(counted, str):  # an answered elicitation: one more round trip, on answers only
-            with self._op("uncount_pending"):
-                await self._redis.hincrby(self._counts_key, counted, -1)
+        if pending is not None:
+            pending.pop(COUNTED, None)
         return orjson.loads(raw), pending
 
     async def touch_session(self, session_id: str, ttl_s: float) -> bool:
@@ -255,12 +268,8 @@ class RedisStateStore:
     ) -> bool:
         stored_value = {**value, COUNTED: counted_as} if counted_as is not None else value
         with self._op("put_pending"):
-            stored = await self._put_pending(
-                keys=[self._session_key(session_id)], args=[f"p:{key}", orjson.dumps(stored_value), max_pending]
-            )
-        if stored == 2 and counted_as is not None:  # a new counted entry: one more command, elicitations only
-            with self._op("count_pending"):
-                await self._redis.hincrby(self._counts_key, counted_as, 1)
+            stored = await self._script(self._put_pending, [self._session_key(session_id), self._counts_key],
+                                        [f"p:{key}", orjson.dumps(stored_value), max_pending, counted_as or ""])
         return bool(stored)
 
     async def drop_pending(self, session_id: str, key: str) -> bool:
@@ -269,14 +278,8 @@ class RedisStateStore:
     async def _remove_pending(self, session_id: str, fields: list[str]) -> int:
         """Remove pending entries (all with no fields) and uncount the counted ones; how many were removed."""
         with self._op("take_pending"):
-            taken = cast(list[bytes], await self._take_pending(keys=[self._session_key(session_id)], args=fields))
-            names = [n for n in (_counted(raw) for raw in taken) if n is not None]
-            if names:
-                async with self._redis.pipeline(transaction=False) as pipe:
-                    for name in names:
-                        pipe.hincrby(self._counts_key, name, -1)
-                    await pipe.execute()
-        return len(taken)
+            return int(await self._script(
+                self._take_pending, [self._session_key(session_id), self._counts_key], [COUNTED, *fields]))
 
     async def append_decision(self, entry: bytes, keep: int) -> None:
         with self._op("append_decision"):
@@ -337,7 +340,7 @@ class RedisStateStore:
     async def complete(self, key: OwnerKey, grace_s: float) -> Owner | None:
         grace = grace_ms(grace_s)
         with self._op("complete"):
-            raw = await self._complete(keys=[self._owner_key(key)], args=[grace])
+            raw = await self._script(self._complete, [self._owner_key(key)], [grace])
         if not raw:
             return None
         host, user = cast(list[bytes], raw)
@@ -352,15 +355,14 @@ class RedisStateStore:
         check_max_events(max_events)
         args: list[bytes | int | str] = [payload, px, max_events, max_bytes, self._wake_channel(host_session)]
         with self._op("append_event"):
-            n = await self._append(keys=self._event_keys(host_session), args=args)
+            n = await self._script(self._append, self._event_keys(host_session), args)
         return str(int(n))
 
     async def events_after(self, host_session: str, last_event_id: str | None) -> list[tuple[str, bytes]]:
         after = parse_event_id(last_event_id)
         with self._op("events_after"):
-            members = await self._events_after(
-                keys=self._event_keys(host_session)[:2], args=["" if after is None else str(after)]
-            )
+            members = await self._script(self._events_after, self._event_keys(host_session)[:2],
+                                         ["" if after is None else str(after)])
         events: list[tuple[str, bytes]] = []
         for member in cast(list[bytes], members):
             event_id, _, payload = member.partition(b":")
@@ -429,11 +431,12 @@ class RedisStateStore:
 
     async def put_round(self, key: str, record: dict[str, Any], ttl_s: float) -> None:
         with self._op("put_round"):
-            await self._redis.set(f"{self._prefix}round:{_enc(key)}", orjson.dumps(record), px=ttl_ms(ttl_s, "ttl_s"))
+            await self._command("SET", f"{self._prefix}round:{_enc(key)}", orjson.dumps(record),
+                                "PX", ttl_ms(ttl_s, "ttl_s"))
 
     async def get_round(self, key: str) -> dict[str, Any] | None:
         with self._op("get_round"):
-            raw = await self._redis.get(f"{self._prefix}round:{_enc(key)}")
+            raw = await self._command("GET", f"{self._prefix}round:{_enc(key)}")
         return None if raw is None else orjson.loads(raw)
 
     # -- replicas ------------------------------------------------------------------------

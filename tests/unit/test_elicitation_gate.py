@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gateway.elicitation_gate import ElicitationGate
 from gateway.policy.policy_config import ElicitationPolicy
+from gateway.state.errors import StateUnavailable
 from gateway.state.rate_limiter import RateLimiter
 
 pytestmark = pytest.mark.anyio
@@ -26,6 +29,35 @@ async def test_per_user_limit_is_separate_from_the_server_limit() -> None:
     assert alice[2].rules == ("rate_limit",) and "per user" in alice[2].reason
     assert alice[2].error_data is not None and alice[2].error_data["retryAfterSeconds"] > 0
     assert bob.decision == "allow"
+
+
+async def test_both_windows_count_every_attempt_and_one_failing_check_blocks() -> None:
+    """The server and user windows are checked at once: an attempt the server window refuses still counts in the
+    user's; a rate-limit store that fails for one of the two blocks the form (fail closed)."""
+    limiter = RateLimiter("memory://")
+    gate = ElicitationGate("crm", ElicitationPolicy(rate_limit="1/minute", rate_limit_per_user="2/minute"), limiter)
+    try:
+        first, second = [await gate.decide(FORM, session="s1", user="alice") for _ in range(2)]
+        assert (await limiter.hit("2/minute", "user", "crm", "alice")).allowed is False  # both attempts counted
+    finally:
+        await limiter.close()
+    assert first.decision == "allow"
+    assert second.decision == "block" and "per server" in second.reason
+
+    class HalfBroken:
+        async def hit(self, spec: str, *key: str) -> Any:
+            if key[0] == "user":
+                raise StateUnavailable("down")
+            return await healthy.hit(spec, *key)
+
+    healthy = RateLimiter("memory://")
+    broken = ElicitationGate("crm", ElicitationPolicy(rate_limit="10/minute", rate_limit_per_user="10/minute"),
+                             HalfBroken())  # type: ignore[arg-type]
+    try:
+        decision = await broken.decide(FORM, session="s1", user="alice")
+    finally:
+        await healthy.close()
+    assert decision.decision == "block" and decision.rules == ("state.unavailable",)
 
 
 async def test_several_windows_and_monitor_mode_reports_without_blocking() -> None:
