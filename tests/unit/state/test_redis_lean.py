@@ -1,5 +1,6 @@
-"""The pipelined connection that runs the session-load script (gateway/state/redis_lean.py): against the real
-Redis for what Redis answers (results in order, the database chosen, NOSCRIPT, a connection Redis closed),
+"""The pipelined connection of the store's scripts and commands (gateway/state/redis_lean.py): against the real
+Redis for what Redis answers (results in order, the database chosen, NOSCRIPT, plain commands, a connection
+Redis closed),
 and against raw loopback sockets for a Redis that never answers or dies with a command in flight (the
 client's failure handling: every waiting caller fails, nothing is sent twice, the next call connects)."""
 
@@ -52,6 +53,21 @@ async def test_an_unknown_script_is_sent_whole_and_an_error_reply_raises(redis: 
         assert await lean.evalsha("0" * 40, script, [], []) == redis_prefix.encode()
         with pytest.raises(ResponseError):
             await lean.evalsha("0" * 40, "return redis.call('NO_SUCH_COMMAND')", [], [])
+    finally:
+        lean.close()
+
+
+async def test_plain_commands_get_raw_replies_in_the_configured_database(redis: Redis, redis_prefix: str) -> None:
+    lean = LeanScripts.for_client(redis)
+    assert lean is not None
+    key = f"{redis_prefix}plain"
+    try:
+        assert await lean.command("SET", key, b"v", "PX", 60_000) == b"OK"
+        assert await redis.get(key) == b"v"  # the same database as redis-py's client (15)
+        assert await lean.command("GET", key) == b"v"
+        assert await lean.command("GET", f"{redis_prefix}none") is None
+        with pytest.raises(ResponseError):
+            await lean.command("INCR", key)  # not an integer: an error reply raises
     finally:
         lean.close()
 
