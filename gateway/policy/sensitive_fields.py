@@ -604,6 +604,7 @@ class SensitiveFieldDetector:
             self._message_asks(message, fields, receivers, add, questions)
         if receivers and len(fields) > 1:
             self._chosen_question(fields, receivers, add)
+            self._offered_asks(fields, receivers, add)
         self._split_words(message, fields, add)
         self._fragment_asks(message, fields, add)
         if not findings:
@@ -959,6 +960,19 @@ class SensitiveFieldDetector:
                 if f.kind is _FREE and f not in offering and not self._identity(f):
                     add("security_answer", f.path)
                     return
+
+    def _offered_asks(self, fields: list[_Field], receivers: list[_Field], add: Callable[[str, str], None]) -> None:
+        """An option that says the secret is typed in another field ("Escribo o código de seguridade (CVV) no
+        campo seguinte", then a field "Código"): the first field after the choice that can take it does."""
+        for index, field in enumerate(fields):
+            for option in field.offered.split("\n") if field.offered else ():
+                if not self._lexicon.may_name_secret(option) or "type_in" not in self._lexicon.concepts_in(option):
+                    continue
+                for category in sorted(self._scan(option, True).asked):
+                    taker = next((f for f in fields[index + 1:] if f in receivers and _receives(category, f.kind)
+                                  and not self._identity(f)), None)
+                    if taker is not None:
+                        add(category, taker.path)
 
     def _echoed(self, message: str, able: list[_Field], category: str) -> bool:
         """Whether exactly one field's label repeats a word of the sentence that asks ("Enter your unseal key

@@ -1673,3 +1673,43 @@ def test_place_and_sign_in_words_are_found_as_words() -> None:
     assert not words.search(normalize_text("postoffice")) and not words.search(normalize_text("mapping"))
     assert not words.search(normalize_text("बड़ा कमरा")) and not words.search(normalize_text("बडाक"))  # vowel signs split no word
     assert not _Words([]).search("anything")
+
+
+# -- an option that says the secret goes in another field (blind-34 round) ------------------------------
+
+def choice_then_field(option: str, other: str, taker: dict[str, Any], message: str = "One more step.") -> dict[str, Any]:
+    return {"mode": "form", "message": message, "requestedSchema": {"type": "object", "properties": {
+        "how": {"type": "string", "title": "How?", "oneOf": [{"const": "a", "title": option},
+                                                            {"const": "b", "title": other}]},
+        "next": {"type": "string", **taker}}}}
+
+
+OFFERED_ASKS = [
+    choice_then_field("I will type the card's security code in the box below", "Pay at the desk",
+                      {"title": "Code", "pattern": "^[0-9]{3}$"}),
+    choice_then_field("Ich tippe mein altes Passwort im nächsten Feld", "Ich rufe an", {"title": "Eingabe"}),
+    choice_then_field("Escribo el PIN de la tarjeta en el campo siguiente", "Pago en efectivo",
+                      {"title": "Valor", "pattern": "^[0-9]{4}$"}),
+]
+OFFERED_HARMLESS = [
+    # The option names a code that is sent, typed nowhere here; the field after it is a plain text.
+    choice_then_field("Send me a new code by SMS", "Call me instead", {"title": "Comments"}),
+    # The option says the PIN is typed at the terminal; the field after it asks for a name.
+    choice_then_field("I will type my PIN at the card terminal", "Cash", {"title": "Full name"}),
+]
+
+
+@pytest.mark.parametrize("params", OFFERED_ASKS)
+def test_an_option_that_sends_the_secret_to_a_later_field_is_blocked(params: dict[str, Any]) -> None:
+    assert {f.location for f in DETECTOR.find(params)} == {"requestedSchema.properties.next"}
+
+
+@pytest.mark.parametrize("params", OFFERED_HARMLESS)
+def test_an_option_that_names_a_secret_typed_nowhere_here_passes(params: dict[str, Any]) -> None:
+    assert DETECTOR.find(params) == []
+
+
+@pytest.mark.parametrize("title", ["Code to the safe", "Code maître de l'alarme du coffre", "Código do cofre",
+                                   "Combinación de la caja fuerte"])
+def test_the_code_of_a_safe_is_a_vault_key(title: str) -> None:
+    assert [f.category for f in DETECTOR.find(field(title))] == ["vault_key"]

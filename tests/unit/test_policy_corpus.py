@@ -148,7 +148,7 @@ BLIND_FLOORS = [
     ("blind6", 1589, 798, 5, 0),
     ("blind7", 1548, 837, 3, 0),
     ("blind8", 1047, 540, 2, 9),
-    ("blind9", 1000, 543, 3, 0),
+    ("blind9", 1000, 544, 3, 0),
     ("blind10", 954, 544, 6, 0),
     # 10 of the 14 false blocks are harmless forms with `examples`, refused as schema.invalid by design.
     ("blind11", 1081, 637, 14, 1),
@@ -162,7 +162,7 @@ BLIND_FLOORS = [
     ("blind19", 914, 528, 0, 0),
     ("blind20", 917, 539, 0, 0),
     ("blind21", 910, 526, 0, 0),
-    ("blind22", 922, 534, 5, 0),
+    ("blind22", 922, 536, 5, 0),
     ("blind23", 935, 549, 1, 0),
     ("blind24", 933, 544, 3, 0),
     ("blind25", 940, 553, 1, 0),
@@ -177,7 +177,9 @@ BLIND_FLOORS = [
     ("blind31", 940, 556, 3, 0),
     ("blind32", 940, 552, 3, 0),
     ("blind33", 940, 540, 10, 0),
-    ("blind34", 940, 535, 8, 0),
+    ("blind34", 940, 551, 6, 0),
+    # Unread: first-sight figures (80% of its forms have one field: an easier set, docs/policy-accuracy.md).
+    ("blind35", 940, 556, 0, 0),
 ]
 
 
