@@ -180,6 +180,8 @@ BLIND_FLOORS = [
     ("blind34", 940, 551, 6, 0),
     # Unread: first-sight figures (80% of its forms have one field: an easier set, docs/policy-accuracy.md).
     ("blind35", 940, 556, 0, 0),
+    # Unread: first-sight figures (forms of 2-5 fields).
+    ("blind36", 940, 540, 7, 0),
 ]
 
 
