@@ -450,12 +450,23 @@ class SessionDriver:
 
     async def host_oneway(self, rec: SessionRecord, msg: dict[str, Any], pending: dict[str, Any] | None) -> None:
         """A notification or an answer to a server request. Raises HostProtocolError when refused."""
+        noted: asyncio.Future[None] | None = None
         if kind_of(msg) == "response":
             commands = host_side.host_answer(rec, msg, pending)
             if pending is not None:  # the call that asked resumes its request clock, on whichever replica
-                await note_answer(self.store, rec.session_id, msg.get("id"), self.settings.buffer_ttl)
+                # Beside the answer's way upstream, not before it: the server need not wait for this write.
+                # (The entry is taken already: a clock that runs out meanwhile finds it answered.)
+                noted = asyncio.ensure_future(
+                    note_answer(self.store, rec.session_id, msg.get("id"), self.settings.buffer_ttl))
         else:
             commands = host_side.from_host(rec, msg)
+        try:
+            await self._carry_out(rec, commands)
+        finally:
+            if noted is not None:
+                await noted
+
+    async def _carry_out(self, rec: SessionRecord, commands: list[Command]) -> None:
         for c in commands:
             if isinstance(c, AnswerRound):
                 await self._answer_round(rec, c)
