@@ -1,6 +1,9 @@
 """An interleaved A/B of gateways built from different checkouts, beside the plain forwarder, in one run.
 
 `python bench/ab_gateways.py [--rounds 4] [--seconds 4] [--tool echo] [--concurrency 32] NAME=SPEC ...`
+`python bench/ab_gateways.py --elicitations 100 [--rounds 4] NAME=SPEC ...`: elicitation round trips instead
+of load (both eras, one after another, as `make bench` times them; medians per target and the state
+store's operations per elicitation, read from the gateway's /metrics).
 
 Each SPEC is `forwarder`, or a checkout's directory (`.` for this one; an older commit with
 `git worktree add /tmp/before <commit>`), optionally with `:redis` for Redis state (127.0.0.1:6379, db 15, a
@@ -13,12 +16,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import statistics
 import sys
 import tempfile
+import time
 import uuid
+from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import run_benchmarks as rb
 
@@ -58,8 +65,12 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=4)
     p.add_argument("--tool", default="echo", choices=["echo", "echo_sse"])
     p.add_argument("--concurrency", type=int, default=32)
+    p.add_argument("--elicitations", type=int, default=0, help="time this many elicitations per era and round")
     p.add_argument("targets", nargs="+", metavar="NAME=SPEC")
     args = p.parse_args()
+    if args.elicitations:
+        elicitations(args)
+        return
     loader = rb.pick_loader("auto")
     with tempfile.TemporaryDirectory() as tmp_name, ExitStack() as stack:
         tmp = Path(tmp_name)
@@ -84,6 +95,56 @@ def main() -> None:
         rps, cpu = [f[0] for f in figures], [f[1] for f in figures]
         print(f"{name}: req/s median {statistics.median(rps):,.0f} [{', '.join(f'{x:,.0f}' for x in rps)}]; "
               f"CPU µs/req median {statistics.median(cpu):.1f} [{', '.join(f'{x:.0f}' for x in cpu)}]")
+
+
+async def state_ops(http: Any, target: rb.Target) -> dict[str, float]:
+    """The gateway's state operations so far, by operation (mcpgw_state_operation_seconds_count)."""
+    if "/servers/" not in target.url:
+        return {}  # the forwarder
+    async with http.get(target.url.split("/servers/")[0] + "/metrics") as resp:
+        text = await resp.text()
+    return {m.group(1): float(m.group(2)) for m in _OP_COUNT.finditer(text)}
+
+
+_OP_COUNT = re.compile(r'mcpgw_state_operation_seconds_count\{op="([^"]+)"\} ([0-9.e+]+)')
+
+
+async def time_elicitations(target: rb.Target, n: int, samples: dict[str, list[float]], ops: Counter[str]) -> None:
+    async with rb.client() as http:
+        sid = target.sessions[0]
+        before = await state_ops(http, target)
+        for era, elicit in ((rb.HANDSHAKE, lambda i: rb.elicit_handshake(http, target.url, sid, 1000 + i)),
+                            (rb.MODERN, lambda i: rb.elicit_modern(http, target.url, 2000 + 2 * i))):
+            for i in range(n):
+                t0 = time.perf_counter()
+                await elicit(i)
+                samples.setdefault(era, []).append((time.perf_counter() - t0) * 1000)
+        after = await state_ops(http, target)
+        ops.update({op: after[op] - before.get(op, 0.0) for op in after if after[op] > before.get(op, 0.0)})
+
+
+def elicitations(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as tmp_name, ExitStack() as stack:
+        tmp = Path(tmp_name)
+        port = gh.free_port()
+        up = stack.enter_context(gh.running([sys.executable, str(rb.BENCH / "fast_upstream.py"), str(port)], port,
+                                            tmp / "upstream.log"))
+        targets = [start(stack, tmp, *item.partition("=")[::2], up.base + "/mcp") for item in args.targets]
+        samples: dict[str, dict[str, list[float]]] = {t.key: {} for t in targets}
+        ops: dict[str, Counter[str]] = {t.key: Counter() for t in targets}
+        for t in targets:
+            asyncio.run(rb.prepare(t, 20))
+        for r in range(args.rounds):
+            for t in targets[r % len(targets):] + targets[:r % len(targets)]:
+                asyncio.run(time_elicitations(t, args.elicitations, samples[t.key], ops[t.key]))
+    total = args.rounds * args.elicitations * 2
+    print(f"elicitation round trips, {args.rounds} rounds of {args.elicitations} per era (medians, ms; state "
+          "operations per elicitation, the eras averaged)")
+    for name, by_era in samples.items():
+        per = ", ".join(f"{op} {n / total:.1f}" for op, n in sorted(ops[name].items()) if n / total >= 0.05)
+        print(f"{name}: {rb.HANDSHAKE} {statistics.median(by_era[rb.HANDSHAKE]):.2f}; "
+              f"{rb.MODERN} {statistics.median(by_era[rb.MODERN]):.2f}"
+              + (f"; state operations per elicitation: {per}" if per else ""))
 
 
 if __name__ == "__main__":

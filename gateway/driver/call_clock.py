@@ -9,6 +9,8 @@ The host's answer may reach any replica. The replica that takes it from the stor
 key to the session's `answered` buffer (`note_answer`), which wakes the call's clock wherever it
 runs. When a wait runs out, `drop_pending` decides atomically between "never answered" (the
 entry is gone now: no late answer can get through) and "answered, its wake-up still on the way".
+With no request timeout (the default) there is no clock to resume: nothing is written or followed per
+answer, and the store is asked once, at the oldest request's deadline, whether it was answered.
 """
 
 from __future__ import annotations
@@ -90,6 +92,11 @@ class CallClock:
     async def watch(self) -> Expiry:
         """Returns when the call must end (which bound ran out); otherwise runs until cancelled."""
         while True:
+            if self._outstanding and self.request_timeout is None and self.pending_in_store:
+                expired = await self._await_deadline()
+                if expired is not None:
+                    return expired
+                continue
             if self._outstanding:
                 try:
                     expired = await self._await_answers()
@@ -116,6 +123,33 @@ class CallClock:
         sent = min(at for _, at in self._outstanding.values())
         return sent + self.elicitation_timeout - self._now()
 
+    async def _await_deadline(self) -> Expiry | None:
+        """With no request timeout there is no clock to resume, so answers need not be followed (no subscription,
+        no reads per answer: the common case costs the store nothing). At the oldest request's deadline the store
+        decides (`drop_pending`, atomic): never answered, and now it cannot be; or answered (its entry taken)."""
+        while self._outstanding:
+            left = self._oldest_left()
+            if left > 0:
+                await asyncio.sleep(left)
+                continue
+            oldest = min(self._outstanding, key=lambda k: self._outstanding[k][1])
+            try:
+                never = await self.store.drop_pending(self.session_id, oldest)
+            except StateUnavailable:  # cannot tell answered from not, and the bound is past: fail closed
+                never = True
+            if never:
+                return await self._expire()
+            self._answered(oldest)
+        return None
+
+    async def _expire(self) -> Expiry:
+        """Every request of this call still outstanding goes with the oldest one, which was never answered."""
+        self.expired_ids = [host_id for host_id, _ in self._outstanding.values()]
+        for other in list(self._outstanding) if self.pending_in_store else ():
+            with contextlib.suppress(StateUnavailable):
+                await self.store.drop_pending(self.session_id, other)
+        return "elicitation_timeout"
+
     async def _await_answers(self) -> Expiry | None:
         key = answered_key(self.session_id)
         async with self.store.subscribe(key) as wake:
@@ -130,11 +164,7 @@ class CallClock:
                 left = self._oldest_left()
                 if left <= 0:
                     if not self.pending_in_store or await self.store.drop_pending(self.session_id, oldest):
-                        # Never answered, and now it cannot be: the others of this call go too.
-                        self.expired_ids = [host_id for host_id, _ in self._outstanding.values()]
-                        for other in list(self._outstanding) if self.pending_in_store else ():
-                            await self.store.drop_pending(self.session_id, other)
-                        return "elicitation_timeout"
+                        return await self._expire()  # never answered, and now it cannot be
                     self._answered(oldest)  # taken by an answer whose wake-up is still on its way
                     continue
                 with contextlib.suppress(TimeoutError):

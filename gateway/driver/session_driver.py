@@ -453,9 +453,11 @@ class SessionDriver:
         noted: asyncio.Future[None] | None = None
         if kind_of(msg) == "response":
             commands = host_side.host_answer(rec, msg, pending)
-            if pending is not None:  # the call that asked resumes its request clock, on whichever replica
-                # Beside the answer's way upstream, not before it: the server need not wait for this write.
-                # (The entry is taken already: a clock that runs out meanwhile finds it answered.)
+            # The call that asked resumes its request clock, on whichever replica (with no request timeout, no
+            # clock follows answers: `CallClock._await_deadline`). Beside the answer's way upstream, not before
+            # it: the server need not wait for this write. (The entry is taken already: a clock that runs out
+            # meanwhile finds it answered.)
+            if pending is not None and self.settings.request_timeout is not None:
                 noted = asyncio.ensure_future(
                     note_answer(self.store, rec.session_id, msg.get("id"), self.settings.buffer_ttl))
         else:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 
 from gateway.core.host_side import pending_key
 from gateway.driver.call_clock import CallClock, bounded, note_answer
+from gateway.state.errors import StateUnavailable
 from gateway.state.memory_store import MemoryStateStore
 
 pytestmark = pytest.mark.anyio
@@ -73,6 +75,53 @@ async def test_an_answer_whose_wake_up_was_lost_counts_as_answered() -> None:
     started = time.monotonic()
     assert await asyncio.wait_for(clock.watch(), 2) == "request_timeout"  # not the elicitation timeout
     assert time.monotonic() - started >= 0.2 + 0.3 - 0.05
+
+
+class CountingStore(MemoryStateStore):
+    """Counts what a clock asks of the store while it follows answers."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+        self.fail = fail
+
+    def subscribe(self, host_session: str) -> Any:
+        self.calls.append("subscribe")
+        return super().subscribe(host_session)
+
+    async def events_after(self, host_session: str, last_event_id: str | None) -> list[tuple[str, bytes]]:
+        self.calls.append("events_after")
+        return await super().events_after(host_session, last_event_id)
+
+    async def drop_pending(self, session_id: str, key: str) -> bool:
+        self.calls.append("drop_pending")
+        if self.fail:
+            raise StateUnavailable("down")
+        return await super().drop_pending(session_id, key)
+
+
+async def test_with_no_request_timeout_answers_are_not_followed_and_the_deadline_asks_the_store() -> None:
+    store = CountingStore()
+    await session(store, 1, 2)
+    clock = CallClock(store, "s1", request_timeout=None, elicitation_timeout=0.2)
+    watch = asyncio.ensure_future(clock.watch())
+    clock.asked(1)
+    await store.load_session("s1", 60, pending_key(1))  # answered (taken), with no note: none is written
+    await asyncio.sleep(0.35)
+    assert not watch.done() and not clock.paused  # past the deadline: the store said "answered"
+    assert store.calls == ["drop_pending"]  # no subscription, no reads while the host answered
+    clock.asked(2)  # never answered
+    assert await asyncio.wait_for(watch, 2) == "elicitation_timeout"
+    assert clock.expired_ids == [2]
+
+
+async def test_with_no_request_timeout_an_unreachable_store_at_the_deadline_expires_the_call() -> None:
+    store = CountingStore()
+    await session(store, 4)
+    store.fail = True
+    clock = CallClock(store, "s1", request_timeout=None, elicitation_timeout=0.1)
+    clock.asked(4)
+    assert await asyncio.wait_for(clock.watch(), 2) == "elicitation_timeout"  # cannot tell: fail closed
 
 
 async def test_bounded_returns_the_calls_outcome_or_cancels_it() -> None:
