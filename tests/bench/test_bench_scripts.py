@@ -125,3 +125,12 @@ def test_the_ab_of_checkouts_prints_every_target_with_a_tiny_sample() -> None:
                           "fw=forwarder", "this=."], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert out.returncode == 0, out.stderr[-2000:]
     assert [line.split(":")[0] for line in out.stdout.splitlines()[1:]] == ["fw", "this"]
+
+
+def test_the_elicitation_ab_prints_round_trips_and_state_operations() -> None:
+    out = subprocess.run([sys.executable, str(REPO / "bench" / "ab_gateways.py"), "--rounds", "1", "--elicitations",
+                          "2", "fw=forwarder", "this=.:redis"], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    fw, this = out.stdout.splitlines()[1:]
+    assert fw.startswith("fw: 2025-11-25 ") and "2026-07-28" in fw and "state operations" not in fw
+    assert this.startswith("this: 2025-11-25 ") and "state operations per elicitation: " in this and "load_session" in this
