@@ -177,8 +177,8 @@ def fragment_kind(options: list[object]) -> str | None:
     texts = [o.strip().lower() for o in options if isinstance(o, str)]
     if len(texts) < 4 or len(texts) != len(options):
         return None
-    if all(len(t) == 1 and t.isdigit() for t in texts):
-        return "pin"
+    if all(len(t) == 1 and t.isdigit() for t in texts) and len(set(texts)) >= 9:
+        return "pin"  # (one digit of a PIN is chosen among them all: a lane "1"-"4" is no PIN digit)
     known = _mnemonic_words()
     if sum(t in known for t in texts) * 4 >= len(texts) * 3:
         return "seed_phrase"

@@ -275,9 +275,11 @@ _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
     # ("Code" in more languages: the box a message's "we sent you a code" points at.)
     "kods", "kodas", "kood", "koodi", "kode", "koda", "kodi", "kodo", "kóði", "kodu", "codice", "codi", "côd",
     "cód", "κωδικός", "كود", "קוד", "कोड", "কোড", "ኮድ", "کوڈ", "کد", "mã", "ລະຫັດ", "кодът", "кодот",
+    "cod", "codul", "ਕੋਡ", "ಕೋಡ್", "కోడ్", "കോഡ്", "કોડ", "କୋଡ୍", "លេខកូដ", "کوډ", "ikhodi", "khodi",
     "érték", "hodnota", "arvo", "vrijednost", "vrednost", "nilai", "værdi", "verdi", "värde", "valoare", "стойност",
     "vērtība", "reikšmė", "väärtus", "τιμή", "değer", "قيمة", "ערך", "مقدار", "मान", "giá trị", "ค่า",
     "inani", "ixabiso", "iye", "thamani", "ƙima", "ዋጋ", "vlera", "вредност", "значення", "qiymət", "gildi",
+    "мән", "маани", "dəyər", "qiymat", "утга",
     # "Information" says as little as "Value".
     "information", "info", "informação", "informacao", "información", "informacion", "informations",
     "informazioni", "informatie", "informacja", "informace", "информация", "信息", "情報", "정보", "мэдээлэл",
@@ -708,7 +710,11 @@ class SensitiveFieldDetector:
         for field in receivers:
             label = field.title or field.name
             pairs = [(field.title, field.description)] if field.title and field.description else []
-            if message and label and (pointed and (len(receivers) == 1 or self._generic(field))):
+            # (A phone or e-mail field takes no secret the message and its label describe together: "Choose
+            # a two-step method" + "Phone number" describes where a code goes, not the code. A label that only
+            # mentions a phone, "What you type to unlock your phone", is no such field: identity labels are short.)
+            if message and label and (pointed and (len(receivers) == 1 or self._generic(field))) \
+                    and not (self._identity(field) and len(words_of(label)) <= 3):
                 message = self._live_message(message)
                 pairs.append((message, label))
                 if field.description:

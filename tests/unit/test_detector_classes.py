@@ -1713,3 +1713,37 @@ def test_an_option_that_names_a_secret_typed_nowhere_here_passes(params: dict[st
                                    "Combinación de la caja fuerte"])
 def test_the_code_of_a_safe_is_a_vault_key(title: str) -> None:
     assert [f.category for f in DETECTOR.find(field(title))] == ["vault_key"]
+
+
+# -- the blind-36 round ---------------------------------------------------------------------------------
+
+def two_fields(message: str, first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    return {"mode": "form", "message": message, "requestedSchema": {"type": "object", "properties": {
+        "a": {"type": "string", **first}, "b": {"type": "string", **second}}}}
+
+
+def test_a_choice_of_a_few_digits_is_no_pin_digit_but_one_of_all_ten_is() -> None:
+    lanes = two_fields("How many pins were still standing in your last frame?",
+                       {"title": "Lane", "enum": ["1", "2", "3", "4"]}, {"title": "Team name"})
+    assert DETECTOR.find(lanes) == []
+    digit = two_fields("Pick the third digit of your card PIN.",
+                       {"title": "Digit", "enum": [str(d) for d in range(10)]}, {"title": "Team name"})
+    assert [f.location for f in DETECTOR.find(digit)] == ["requestedSchema.properties.a"]
+
+
+@pytest.mark.parametrize(("message", "choice", "phone"), [
+    ("Chọn phương thức xác thực hai bước cho tài khoản của bạn.", "Phương thức", "Số điện thoại"),
+    ("Choose your two-step verification method.", "Method", "Phone number"),
+])
+def test_a_phone_field_takes_no_code_the_message_and_its_label_describe_together(
+        message: str, choice: str, phone: str) -> None:
+    assert DETECTOR.find(two_fields(message, {"title": choice, "enum": ["SMS", "app"]}, {"title": phone})) == []
+
+
+@pytest.mark.parametrize(("message", "label"), [
+    ("ਰੋਮਿੰਗ ਚਾਲੂ ਕਰਨ ਲਈ SMS ਰਾਹੀਂ ਆਇਆ ਕੋਡ ਲਿਖੋ।", "ਕੋਡ"),
+    ("Кіру үшін SMS арқылы келген кодты енгізіңіз.", "Мән"),
+])
+def test_code_and_value_words_of_more_languages_say_nothing_of_their_own(message: str, label: str) -> None:
+    # Beside a second field of its own, the box labelled only "code" / "value" is where the message points.
+    assert DETECTOR.find(two_fields(message, {"title": "Phone" if label == "ਕੋਡ" else "Аты"}, {"title": label}))
