@@ -182,6 +182,8 @@ BLIND_FLOORS = [
     ("blind35", 940, 556, 0, 0),
     # First sight 540/560, 7/340, 0 (forms of 2-5 fields); these after the blind-36 round.
     ("blind36", 940, 543, 2, 0),
+    # Unread: first-sight figures (forms of 2-5 fields).
+    ("blind37", 940, 533, 11, 0),
 ]
 
 
