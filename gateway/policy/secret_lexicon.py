@@ -42,6 +42,7 @@ from rapidfuzz.distance import OSA
 from gateway.policy.lexicon_cache import cached_lexicon
 from gateway.policy.text_normalization import (
     CAMEL_MARK,
+    PICTOGRAPH,
     ascii_capitals,
     camel_marked,
     native_capitals,
@@ -1636,7 +1637,7 @@ def _closes(negation_end: int, word_ends: list[int]) -> bool:
 
 def _acronym_shown(key: str, original: str) -> bool:
     """A weak short term counts when written in capitals ("TAN", "DNI") or when it is the whole label."""
-    visible = ascii_capitals(INVISIBLE.sub("", original))
+    visible = ascii_capitals(PICTOGRAPH.sub("", INVISIBLE.sub("", original)))
     if "." in visible:
         visible = _DOTTED_CAPITALS.sub("", visible)  # "C.F.", "N.I.F." are capitals too
     visible = _SPELT_CAPITALS.sub(lambda m: _NON_WORD.sub("", m.group(0)).replace("_", ""), visible)

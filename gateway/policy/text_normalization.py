@@ -159,10 +159,20 @@ _MATH_LETTERS_START: Final = 0x1D400
 _MATH_LETTERS_END: Final = 0x1D6A3
 
 
+# Pictographs, dingbats, arrows and geometric shapes: drawn between letters they separate nothing a reader
+# sees as a word break ("П🔸И🔸Н", "R 🔑 E 🔑 C 🔑 O ..."), so they fold away like invisible characters.
+_PICTOGRAPHS: Final = ((0x2190, 0x21FF), (0x2300, 0x23FF), (0x25A0, 0x27BF), (0x2B00, 0x2BFF), (0x1F000, 0x1FAFF))
+PICTOGRAPH: Final = re.compile("[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _PICTOGRAPHS) + "]")
+"""One of those characters (what a reader's eye skips in a text as written: "B🔹L🔹I🔹K" shows BLIK)."""
+
+
 def _fold_char(char: str) -> str:
     """The fold of one character (before the fixed-point pass in `_FoldTable`)."""
     code = ord(char)
     if code in _INVISIBLE_FILLERS:
+        return ""
+    if code >= 0x2190 and any(low <= code <= high for low, high in _PICTOGRAPHS) \
+            and unicodedata.category(char) in ("So", "Sm"):
         return ""
     category = unicodedata.category(char)
     if category == "Cf" or _drop_mark(code) or (category in ("Cc", "Cs") and char not in "\t\n\r\x01"):

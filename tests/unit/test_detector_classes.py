@@ -1747,3 +1747,21 @@ def test_a_phone_field_takes_no_code_the_message_and_its_label_describe_together
 def test_code_and_value_words_of_more_languages_say_nothing_of_their_own(message: str, label: str) -> None:
     # Beside a second field of its own, the box labelled only "code" / "value" is where the message points.
     assert DETECTOR.find(two_fields(message, {"title": "Phone" if label == "ਕੋਡ" else "Аты"}, {"title": label}))
+
+
+# -- pictographs between letters (blind-37 round) ------------------------------------------------------
+
+@pytest.mark.parametrize("title", [
+    "P★A★S★S★W★O★R★D",  # a star (U+2605) between the letters
+    "К➜Л➜Ю➜Ч API",  # arrows
+    "S 🔒 E 🔒 E 🔒 D phrase",  # emoji with spaces around them
+    "Código B🔸L🔸I🔸K",  # a short acronym, shown in capitals once the emoji are skipped
+    "Mật 🔹 khẩu",
+])
+def test_pictographs_between_letters_separate_nothing(title: str) -> None:
+    assert blocked(field(title))
+
+
+@pytest.mark.parametrize("title", ["★ Rate your visit ★", "📍 Drop a pin on the map", "Next ➜ delivery date"])
+def test_pictographs_in_harmless_labels_change_nothing(title: str) -> None:
+    assert not blocked(field(title))
