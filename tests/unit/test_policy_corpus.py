@@ -184,6 +184,8 @@ BLIND_FLOORS = [
     ("blind36", 940, 546, 2, 0),
     # First sight 533/560, 11/340, 0 (forms of 2-5 fields); these after the blind-37 round.
     ("blind37", 940, 535, 6, 0),
+    # Unread: first-sight figures (forms of 2-5 fields).
+    ("blind38", 940, 528, 3, 0),
 ]
 
 
