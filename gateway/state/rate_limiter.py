@@ -101,8 +101,9 @@ class RateLimiter:
             self._storage = RedisStorage(
                 f"async+{plain_uri}", implementation="redispy", key_prefix=key_prefix, **options
             )
-            # A hit runs limits' own script on its own key, over the store's pipelined connection (one per
-            # elicitation and window: a tenth of redis-py's CPU, docs/performance.md). None unless plain TCP.
+            # A hit runs limits' own script on its own key over a pipelined connection of the limiter's own
+            # (redis_lean.py: about a tenth of redis-py's CPU per script, docs/performance.md); one hit per
+            # elicitation and window. None unless plain TCP: then limits' client does it.
             self._lean = LeanScripts.for_client(self._redis)
         else:
             raise ValueError(f"unsupported rate-limit storage {storage_uri!r}; use memory:// or redis://")
