@@ -633,8 +633,8 @@ class SensitiveFieldDetector:
                 prop_schema = _decoded_schema(prop_schema)
                 name = decode_escapes(key)
             kind = _field_kind(prop_schema)
-            offered = _option_texts(prop_schema) if kind is _OTHER and (
-                "enum" in prop_schema or "oneOf" in prop_schema or "items" in prop_schema) else ""
+            choice = kind is _OTHER and ("enum" in prop_schema or "oneOf" in prop_schema or "items" in prop_schema)
+            offered = _option_texts(prop_schema) if choice else ""
             fields.append(_Field(name, prop_schema, kind, key, offered))
             if kind is not _OTHER:
                 title, description = prop_schema.get("title"), prop_schema.get("description")
@@ -651,7 +651,7 @@ class SensitiveFieldDetector:
                     rest += (name, "")  # the title is among the labels already
                 if isinstance(shown := prop_schema.get("default"), str) and " " in shown.strip():
                     rest += (shown, "")  # a question shown pre-filled (`_chosen_question`)
-            elif "enum" in prop_schema or "oneOf" in prop_schema or "items" in prop_schema:
+            elif choice:
                 # A choice of secret fragments is read too (`_fragment_asks`), and one that offers security
                 # questions (`_chosen_question`): its title, and what it offers.
                 if offered or _options(prop_schema) is not None:

@@ -171,10 +171,9 @@ def _fold_char(char: str) -> str:
     code = ord(char)
     if code in _INVISIBLE_FILLERS:
         return ""
-    if code >= 0x2190 and any(low <= code <= high for low, high in _PICTOGRAPHS) \
-            and unicodedata.category(char) in ("So", "Sm"):
-        return ""
     category = unicodedata.category(char)
+    if category in ("So", "Sm") and PICTOGRAPH.fullmatch(char):
+        return ""
     if category == "Cf" or _drop_mark(code) or (category in ("Cc", "Cs") and char not in "\t\n\r\x01"):
         return "" if category != "Cc" else " "
     if code in _OPTIONAL_NATIVE_MARKS or code in _NUKTAS:

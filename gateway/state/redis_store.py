@@ -107,11 +107,20 @@ if ARGV[4] ~= '' then redis.call('HINCRBY', KEYS[2], ARGV[4], 1) end
 return 2
 """
 
+# A pending entry taken (a JSON object) that was counted: field `field` names the count in hash `counts`.
+_UNCOUNT = """
+local function uncount(raw, field, counts)
+  local ok, value = pcall(cjson.decode, raw)
+  local counted = ok and type(value) == 'table' and value[field]
+  if type(counted) == 'string' then redis.call('HINCRBY', counts, counted, -1) end
+end
+"""
+
 # Load a session KEYS[1]: its record, TTL refreshed to ARGV[1] ms, marked seen at ARGV[2] in the index KEYS[2]
 # (member ARGV[3]), and with ARGV[4] ~= '' that pending entry taken (and uncounted in KEYS[3], the count it
 # was put with: an answered elicitation). One command instead of a MULTI pipeline of five: redis-py builds and
 # parses every command and reply in Python, on every request.
-_LOAD_SESSION = """
+_LOAD_SESSION = _UNCOUNT + """
 local record = redis.call('HGET', KEYS[1], 'r')
 if not record then return {false, false} end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
@@ -121,9 +130,7 @@ if ARGV[4] ~= '' then
   pending = redis.call('HGET', KEYS[1], ARGV[4])
   if pending then
     redis.call('HDEL', KEYS[1], ARGV[4])
-    local ok, value = pcall(cjson.decode, pending)
-    local counted = ok and type(value) == 'table' and value[ARGV[5]]
-    if type(counted) == 'string' then redis.call('HINCRBY', KEYS[3], counted, -1) end
+    uncount(pending, ARGV[5], KEYS[3])
   end
 end
 return {record, pending}
@@ -131,7 +138,7 @@ return {record, pending}
 
 # Remove the pending entries named in ARGV[2..] (or, with none, all of them) from the session KEYS[1], uncount
 # the counted ones (field ARGV[1] of their JSON names the count in KEYS[2]); return how many were removed.
-_TAKE_PENDING = """
+_TAKE_PENDING = _UNCOUNT + """
 local fields = {unpack(ARGV, 2)}
 if #fields == 0 then fields = redis.call('HKEYS', KEYS[1]) end
 local taken = 0
@@ -141,9 +148,7 @@ for _, f in ipairs(fields) do
     if v then
       redis.call('HDEL', KEYS[1], f)
       taken = taken + 1
-      local ok, value = pcall(cjson.decode, v)
-      local counted = ok and type(value) == 'table' and value[ARGV[1]]
-      if type(counted) == 'string' then redis.call('HINCRBY', KEYS[2], counted, -1) end
+      uncount(v, ARGV[1], KEYS[2])
     end
   end
 end
