@@ -23,6 +23,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,23 @@ def start(stack: ExitStack, tmp: Path, name: str, spec: str, upstream: str) -> r
     return target
 
 
+def rotation(specs: list[str], rounds: int, warmup: int) -> Iterator[rb.Target]:
+    """Every NAME=SPEC target started in front of one fast upstream and warmed up, then yielded round after
+    round, each round starting one target further on (so no target always runs first)."""
+    with tempfile.TemporaryDirectory() as tmp_name, ExitStack() as stack:
+        tmp = Path(tmp_name)
+        port = gh.free_port()
+        up = stack.enter_context(gh.running([sys.executable, str(rb.BENCH / "fast_upstream.py"), str(port)], port,
+                                            tmp / "upstream.log"))
+        targets = []
+        for item in specs:
+            name, _, spec = item.partition("=")
+            targets.append(start(stack, tmp, name, spec, up.base + "/mcp"))
+            asyncio.run(rb.prepare(targets[-1], warmup))
+        for r in range(rounds):
+            yield from targets[r % len(targets):] + targets[:r % len(targets)]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=4)
@@ -72,24 +90,13 @@ def main() -> None:
         elicitations(args)
         return
     loader = rb.pick_loader("auto")
-    with tempfile.TemporaryDirectory() as tmp_name, ExitStack() as stack:
-        tmp = Path(tmp_name)
-        port = gh.free_port()
-        up = stack.enter_context(gh.running([sys.executable, str(rb.BENCH / "fast_upstream.py"), str(port)], port,
-                                            tmp / "upstream.log"))
-        targets = []
-        for item in args.targets:
-            name, _, spec = item.partition("=")
-            targets.append(start(stack, tmp, name, spec, up.base + "/mcp"))
-            asyncio.run(rb.prepare(targets[-1], 200))
-        runs: dict[str, list[tuple[float, float]]] = {t.key: [] for t in targets}
-        for r in range(args.rounds):
-            for t in targets[r % len(targets):] + targets[:r % len(targets)]:
-                cpu0 = rb.process_cpu_seconds(t.pid)
-                figures = rb.run_load(loader, t, args.tool, args.concurrency, args.seconds)
-                cpu = rb.process_cpu_seconds(t.pid) - cpu0
-                done = figures["requests"] or 1
-                runs[t.key].append((figures["requests"] / figures["seconds"], cpu / done * 1e6))
+    runs: dict[str, list[tuple[float, float]]] = {}
+    for t in rotation(args.targets, args.rounds, warmup=200):
+        cpu0 = rb.process_cpu_seconds(t.pid)
+        figures = rb.run_load(loader, t, args.tool, args.concurrency, args.seconds)
+        cpu = rb.process_cpu_seconds(t.pid) - cpu0
+        done = figures["requests"] or 1
+        runs.setdefault(t.key, []).append((figures["requests"] / figures["seconds"], cpu / done * 1e6))
     print(f"{args.tool} at c={args.concurrency}, {args.rounds} rounds of {args.seconds:g} s, load by {loader}")
     for name, figures in runs.items():
         rps, cpu = [f[0] for f in figures], [f[1] for f in figures]
@@ -124,19 +131,11 @@ async def time_elicitations(target: rb.Target, n: int, samples: dict[str, list[f
 
 
 def elicitations(args: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory() as tmp_name, ExitStack() as stack:
-        tmp = Path(tmp_name)
-        port = gh.free_port()
-        up = stack.enter_context(gh.running([sys.executable, str(rb.BENCH / "fast_upstream.py"), str(port)], port,
-                                            tmp / "upstream.log"))
-        targets = [start(stack, tmp, *item.partition("=")[::2], up.base + "/mcp") for item in args.targets]
-        samples: dict[str, dict[str, list[float]]] = {t.key: {} for t in targets}
-        ops: dict[str, Counter[str]] = {t.key: Counter() for t in targets}
-        for t in targets:
-            asyncio.run(rb.prepare(t, 20))
-        for r in range(args.rounds):
-            for t in targets[r % len(targets):] + targets[:r % len(targets)]:
-                asyncio.run(time_elicitations(t, args.elicitations, samples[t.key], ops[t.key]))
+    samples: dict[str, dict[str, list[float]]] = {}
+    ops: dict[str, Counter[str]] = {}
+    for t in rotation(args.targets, args.rounds, warmup=20):
+        asyncio.run(time_elicitations(t, args.elicitations, samples.setdefault(t.key, {}),
+                                      ops.setdefault(t.key, Counter())))
     total = args.rounds * args.elicitations * 2
     print(f"elicitation round trips, {args.rounds} rounds of {args.elicitations} per era (medians, ms; state "
           "operations per elicitation, the eras averaged)")
