@@ -199,7 +199,8 @@ def value_secret_kind(value: str, context: str = "") -> str | None:
     `context` is the field's own texts: a hex digest next to "checksum" or "commit" is not a key.
     """
     if len(value) < 10:
-        return None
+        # A distinctive prefix alone ("sk-proj-", "ghp_") is a box pre-filled for the user to complete the key.
+        return "secret_value" if _NAMED_PREFIX.fullmatch(value.strip()) else None
     if text_shows_secret(value) or _URL_CREDENTIALS.search(value):
         return "secret_value"
     if " " in value.strip() and _seed_phrase(value):

@@ -472,14 +472,20 @@ def _option_texts(schema: Mapping[str, Any]) -> str:
     return "\n".join(v for v in shown if isinstance(v, str) and (" " in v.strip() or not v.isascii()))
 
 
+_LETTERS: Final = re.compile(rf"(?:[^\W\d_]|[{_MARKS}])+")
+"""A word of letters and marks (vowel signs and viramas are not letters to `str.isalpha`: "டோக்")."""
+
+
 def _seams(message: str, labels: list[str]) -> str:
     """For the form-level pre-check: a message cut mid-word glued to every label after the first (the first
     is beside it in the joined texts already), so that "... hes" + "lo" shows there too."""
     if len(labels) < 3 or not message or message.rstrip().endswith(_SENTENCE_ENDS):
         return ""
-    tail = message.rsplit(None, 1)[-1]
-    if not tail.isalpha():
+    words = message.rsplit(None, 2)[-2:]
+    if not _LETTERS.fullmatch(words[-1]):
         return ""  # a word cut in two ends in letters ("hes"); "#123" or "2." cut nothing
+    # With the word before it: the noun may be of two words ("அணுகல் டோக்" + "கன்": access token).
+    tail = " ".join(words)
     return "".join("\n" + tail + label for label in labels[2:])
 
 

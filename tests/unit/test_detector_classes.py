@@ -1765,3 +1765,53 @@ def test_pictographs_between_letters_separate_nothing(title: str) -> None:
 @pytest.mark.parametrize("title", ["★ Rate your visit ★", "📍 Drop a pin on the map", "Next ➜ delivery date"])
 def test_pictographs_in_harmless_labels_change_nothing(title: str) -> None:
     assert not blocked(field(title))
+
+
+# -- the blind-38 round ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("message", "title"), [
+    ("உங்கள் கணக்கின் அணுகல் டோக்", "கன்"),  # Tamil: the tail word ends in a virama, a mark to str.isalpha
+    ("Bitte den persönlichen Zugriffs", "token"),
+    ("कृपया अपना निजी पासवर्", "ड"),
+])
+def test_a_noun_of_two_words_cut_at_the_end_of_the_message_is_joined(message: str, title: str) -> None:
+    params = {"mode": "form", "message": message, "requestedSchema": {"type": "object", "properties": {
+        "project": {"type": "string", "title": "Projekt"}, "t": {"type": "string", "title": title}}}}
+    assert blocked(params)
+
+
+@pytest.mark.parametrize("prefix", ["sk-proj-", "ghp_", "glpat-", "xoxb-"])
+def test_a_default_that_is_a_vendor_prefix_alone_asks_for_that_key(prefix: str) -> None:
+    params = field("Valeur")
+    params["requestedSchema"]["properties"]["f"]["default"] = prefix
+    assert blocked(params)
+
+
+@pytest.mark.parametrize("default", ["sk-", "gh", "none", "N/A"])
+def test_a_short_default_that_is_no_distinctive_prefix_passes(default: str) -> None:
+    params = field("Kommentar")
+    params["requestedSchema"]["properties"]["f"]["default"] = default
+    assert not blocked(params)
+
+
+@pytest.mark.parametrize(("title", "description"), [
+    ("PK", "Cole aqui a PK da sua carteira (64 caracteres hex)"),
+    ("PK (PEM)", ""),
+    ("PK ya wallet yako", ""),
+    ("PK", "الـ PK الخاص بمحفظتك"),
+])
+def test_pk_beside_a_wallet_or_a_key_format_is_a_private_key(title: str, description: str) -> None:
+    assert [f.category for f in DETECTOR.find(field(title, description))] == ["private_key"]
+
+
+@pytest.mark.parametrize("title", ["PK", "Penalty kicks (PK) scored", "PK of the orders table"])
+def test_pk_alone_names_no_private_key(title: str) -> None:
+    assert not blocked(field(title))
+
+
+@pytest.mark.parametrize(("message", "phone"), [
+    ("Chagua jinsi ya kupokea misimbo ya 2FA.", "Simu"),
+    ("Choose how you want to receive your 2FA codes.", "Tel"),
+])
+def test_a_short_phone_label_takes_no_code_the_message_names(message: str, phone: str) -> None:
+    assert DETECTOR.find(two_fields(message, {"title": "Njia", "enum": ["SMS", "app"]}, {"title": phone})) == []
