@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -74,25 +74,8 @@ class ObservedUpstream:
             raise
         self._ok()
 
-    @asynccontextmanager
-    async def _observe(
-        self, op: str, inner: AbstractAsyncContextManager[UpstreamReply]
-    ) -> AsyncIterator[UpstreamReply]:
-        with tracing.span("mcpgw.upstream", server=self.name, op=op):
-            entered = False
-            try:
-                async with inner as reply:
-                    entered = True
-                    self._ok()
-                    tracing.annotate(status=reply.status, streaming=reply.streaming)
-                    try:
-                        yield reply
-                    finally:
-                        for _ in range(reply.resumed):
-                            self._reconnected()
-            except UpstreamFailure as exc:
-                self._failed(op if not entered else f"{op}_stream", exc)
-                raise
+    def _observe(self, op: str, inner: AbstractAsyncContextManager[UpstreamReply]) -> _Observed:
+        return _Observed(self, op, inner)
 
     def _ok(self) -> None:
         self.health.up, self.health.last_ok = True, time.time()
@@ -112,6 +95,49 @@ class ObservedUpstream:
 
 # The `op` label: one of the store's operations (a fixed set), or "rate_limit".
 STATE_OPS = frozenset(n for n in dir(StateStore) if not n.startswith("_")) | {"rate_limit"}
+
+
+class _Observed:
+    """One upstream exchange inside the `mcpgw.upstream` span: health kept, failures counted (a class, not
+    `@asynccontextmanager`: every host call enters one, and a generator-based manager costs four times as much)."""
+
+    __slots__ = ("_inner", "_op", "_owner", "_reply", "_span")
+
+    def __init__(self, owner: ObservedUpstream, op: str, inner: AbstractAsyncContextManager[UpstreamReply]) -> None:
+        self._owner, self._op, self._inner = owner, op, inner
+        self._reply: UpstreamReply | None = None
+
+    async def __aenter__(self) -> UpstreamReply:
+        self._span = tracing.span("mcpgw.upstream", server=self._owner.name, op=self._op)
+        self._span.__enter__()
+        try:
+            reply = self._reply = await self._inner.__aenter__()
+        except BaseException as exc:
+            if isinstance(exc, UpstreamFailure):
+                self._owner._failed(self._op, exc)
+            self._span.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        self._owner._ok()
+        tracing.annotate(status=reply.status, streaming=reply.streaming)
+        return reply
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+        failure = exc if isinstance(exc, UpstreamFailure) else None
+        suppressed = False
+        try:
+            suppressed = bool(await self._inner.__aexit__(kind, exc, tb))
+        except BaseException as raised:
+            failure = raised if isinstance(raised, UpstreamFailure) else None
+            kind, exc, tb = type(raised), raised, raised.__traceback__
+            raise
+        finally:
+            assert self._reply is not None
+            for _ in range(self._reply.resumed):
+                self._owner._reconnected()
+            if failure is not None and not suppressed:
+                self._owner._failed(f"{self._op}_stream", failure)
+            self._span.__exit__(*((None, None, None) if suppressed else (kind, exc, tb)))
+        return suppressed
 
 
 def state_op_label(op: str) -> str:
@@ -139,6 +165,7 @@ class _ObservedStore:
         wrapped = _timed(attr, state_op_label(name), self._metrics)
         self.__dict__[name] = wrapped  # later lookups skip __getattr__
         return wrapped
+
 
 
 def _timed(call: Callable[..., Awaitable[Any]], op: str, metrics: GatewayMetrics) -> Callable[..., Awaitable[Any]]:

@@ -96,27 +96,11 @@ class StreamableHttpUpstream:
             headers["Last-Event-ID"] = last_event_id
         return headers
 
-    @asynccontextmanager
-    async def post(
+    def post(
         self, body: bytes, *, session_id: str | None, protocol_version: str | None,
         headers: Mapping[str, str] | None = None,
-    ) -> AsyncIterator[UpstreamReply]:
-        extra = headers
-        headers = self._request_headers(session_id, protocol_version)
-        if extra:
-            headers.update(extra)
-        headers["Content-Type"] = "application/json"
-        held = await self.requests.send("POST", self.url, headers, body)
-        reply: UpstreamReply | None = None
-        try:
-            reply = await self._reply(held, session_id)
-            if reply.streaming:
-                reply.messages = self._post_reply(reply, held, protocol_version)
-            yield reply
-        finally:
-            if reply is not None and isinstance(reply.messages, AsyncGenerator):
-                await reply.messages.aclose()
-            held.finish(reusable=False)
+    ) -> _PostExchange:
+        return _PostExchange(self, body, session_id, protocol_version, headers)
 
     @asynccontextmanager
     async def open_stream(
@@ -325,6 +309,45 @@ def _carries_message(event: SseEvent) -> bool:
 
 def _is_response(message: Any) -> bool:
     return isinstance(message, dict) and "id" in message and ("result" in message or "error" in message)
+
+
+class _PostExchange:
+    """One POST and its reply, released on exit (a class, not `@asynccontextmanager`: every host call enters
+    one, and a generator-based manager costs four times as much)."""
+
+    __slots__ = ("_body", "_extra", "_held", "_protocol_version", "_reply", "_session_id", "_upstream")
+
+    def __init__(self, upstream: StreamableHttpUpstream, body: bytes, session_id: str | None,
+                 protocol_version: str | None, extra: Mapping[str, str] | None) -> None:
+        self._upstream, self._body, self._extra = upstream, body, extra
+        self._session_id, self._protocol_version = session_id, protocol_version
+        self._held: PooledResponse | None = None
+        self._reply: UpstreamReply | None = None
+
+    async def __aenter__(self) -> UpstreamReply:
+        up = self._upstream
+        headers = up._request_headers(self._session_id, self._protocol_version)
+        if self._extra:
+            headers.update(self._extra)
+        headers["Content-Type"] = "application/json"
+        held = self._held = await up.requests.send("POST", up.url, headers, self._body)
+        try:
+            reply = self._reply = await up._reply(held, self._session_id)
+            if reply.streaming:
+                reply.messages = up._post_reply(reply, held, self._protocol_version)
+        except BaseException:
+            held.finish(reusable=False)
+            raise
+        return reply
+
+    async def __aexit__(self, *_: object) -> bool:
+        assert self._held is not None and self._reply is not None
+        try:
+            if isinstance(self._reply.messages, AsyncGenerator):
+                await self._reply.messages.aclose()
+        finally:
+            self._held.finish(reusable=False)
+        return False
 
 
 async def _one(message: Any) -> AsyncIterator[Any]:
