@@ -186,6 +186,8 @@ BLIND_FLOORS = [
     ("blind37", 940, 537, 6, 0),
     # First sight 528/560, 3/340, 0 (forms of 2-5 fields); these after the blind-38 round.
     ("blind38", 940, 551, 0, 0),
+    # Unread: first-sight figures (forms of 2-5 fields).
+    ("blind39", 940, 540, 6, 0),
 ]
 
 
