@@ -120,6 +120,7 @@ _AFTER_GAP: Final = 3
 _CLAUSE_WIDE: Final = 40  # "why", "how many": their question covers the clause that follows
 """How far (in squashed characters) a governor word may stand from the secret noun it governs."""
 _UNSPACED_GOVERNOR_GAP: Final = 8
+_QUALIFIER_GAP: Final = 5  # squashed characters between a description's first word and a blocker that qualifies it
 _DOT_BEFORE: Final = re.compile(r"[^\W\d_]\.\s+(\w)")
 
 
@@ -638,11 +639,11 @@ class Lexicon:
         return self._correct(word, True)
 
     def misreads(self, word: str) -> bool:
-        """Whether the spelling readings would take this folded word for a misspelt secret noun or description
-        word, or for a misspelt word of a noun of several words (scripts/lexicon_real_words.py keeps the real
-        words among them)."""
+        """Whether the spelling readings would take this folded word for a misspelt secret noun, description word
+        or governor ("nedan", below in Swedish, for Turkish "neden", why), or for a misspelt word of a noun of
+        several words (scripts/lexicon_real_words.py keeps the real words among them)."""
         return word not in self._known and _wordlike(word) and (
-            self._misspelt(word, True) or bool(self._phrase_targets(word)))
+            self._misspelt(word, True) or bool(self._phrase_targets(word)) or self._governor_fixed(word) is not None)
 
     def near_noun_word(self, word: str) -> bool:
         """Whether this folded word, unknown, is one edit from a word of a secret noun of several words (for
@@ -1418,9 +1419,11 @@ class Lexicon:
                 # A blocker asks about something else only when it comes first ("Which email do you use
                 # to log in?"), not when it is a landmark ("what you type after your e-mail address"); one that
                 # starts where the concept does is a longer phrase of another sense ("BEGIN PGP PUBLIC KEY").
+                # So does one right after it, which qualifies it ("Código do cupom ... no verso": a coupon's code).
                 first = min(used)
-                if not any(label in blockers and (cs < first[0] or (cs, ce) > first) for cs, ce, label in concept_hits
-                           if cs <= first[0]):
+                if not any(label in blockers and ((cs <= first[0] and (cs < first[0] or (cs, ce) > first))
+                                                  or (not unspaced and 0 <= cs - first[1] <= _QUALIFIER_GAP))
+                           for cs, ce, label in concept_hits):
                     concept_words.extend(used)
                     span = (min(cs for cs, _ in used), max(ce for _, ce in used))
                     concept_spans.add(span)
@@ -1665,9 +1668,11 @@ _SPACED_PIECES: Final = re.compile(r"(?<!\S)\S{1,3}(?:\s+\S{1,3}(?!\S))+")
 def _glued_pieces(match: re.Match[str]) -> str:
     run = match.group(0)
     pieces = run.split()
-    # Letters spaced out in uneven pieces ("Cl av e p r i vad a"): mostly single characters.
-    if len(pieces) >= 4 and sum(len(p) <= 2 for p in pieces) * 3 >= len(pieces) * 2 \
-            and sum(len(p) == 1 for p in pieces) * 2 > len(pieces):
+    # Letters spaced out in uneven pieces ("Cl av e p r i vad a"): mostly single characters. An Indic
+    # syllable is one letter with its vowel sign and virama ("गु प्त क्र मां क": marks are not counted).
+    sizes = [sum(not unicodedata.category(c).startswith("M") for c in p) for p in pieces]
+    if len(pieces) >= 4 and sum(n <= 2 for n in sizes) * 3 >= len(pieces) * 2 \
+            and sum(n == 1 for n in sizes) * 2 > len(pieces):
         return "".join(pieces)
     return run
 

@@ -353,6 +353,9 @@ def _names_title(name: str, title: str) -> bool:
         words = words_of(title.lower().translate(_ROMANIZED))  # `nik` over "Ник", `kodikos` over "Κωδικός"
     if key[-1:] == words[:1] or (len(key) == 1 and len(words) >= 2 and key[0] == "".join(w[0] for w in words)):
         return True
+    if len(key) == 1 and len(key[0]) >= 5 and len(words[0]) >= 5 and _common_prefix(key[0], words[0]) >= max(
+            5, 2 * min(len(key[0]), len(words[0])) // 3):
+        return True  # the title's first word in another form (`skrivnost`, "Skrivna sestavina": a secret ingredient)
     if len(key) == 1 and len(key[0]) >= 2 and key[0].isalpha() and any(
             len(w) >= 2 * len(key[0]) and w.startswith(key[0]) for w in words):
         return True  # the start of a longer title word (`op`, "Número de operación")
@@ -360,6 +363,10 @@ def _names_title(name: str, title: str) -> bool:
         return False
     letters = iter("".join(words))
     return len(key[0]) <= 2 or all(c in letters for c in key[0])
+
+
+def _common_prefix(one: str, other: str) -> int:
+    return next((i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b), min(len(one), len(other)))
 
 
 # A cell of a grid card named in a title: a column letter and a row number ("Posição A3", "E4", "A-3"), or a
@@ -472,21 +479,21 @@ def _option_texts(schema: Mapping[str, Any]) -> str:
     return "\n".join(v for v in shown if isinstance(v, str) and (" " in v.strip() or not v.isascii()))
 
 
-_LETTERS: Final = re.compile(rf"(?:[^\W\d_]|[{_MARKS}])+")
-"""A word of letters and marks (vowel signs and viramas are not letters to `str.isalpha`: "டோக்")."""
+# The message's last word or two when it ends in letters (marks count: vowel signs and viramas are not
+# letters to `str.isalpha`, "டோக்"); in a script without spaces, its last run of letters ("...和身份").
+_CUT_TAIL: Final = re.compile(rf"(?:(?:[^\W\d_]|[{_MARKS}])+[ \t]+)?(?:[^\W\d_]|[{_MARKS}])+$")
 
 
 def _seams(message: str, labels: list[str]) -> str:
     """For the form-level pre-check: a message cut mid-word glued to every label after the first (the first
-    is beside it in the joined texts already), so that "... hes" + "lo" shows there too."""
+    is beside it in the joined texts already), so that "... hes" + "lo" shows there too; with the word before
+    it, for a noun of two words ("... அணுகல் டோக்" + "கன்": access token)."""
     if len(labels) < 3 or not message or message.rstrip().endswith(_SENTENCE_ENDS):
         return ""
-    words = message.rsplit(None, 2)[-2:]
-    if not _LETTERS.fullmatch(words[-1]):
+    tail = _CUT_TAIL.search(message.rstrip())
+    if tail is None:
         return ""  # a word cut in two ends in letters ("hes"); "#123" or "2." cut nothing
-    # With the word before it: the noun may be of two words ("அணுகல் டோக்" + "கன்": access token).
-    tail = " ".join(words)
-    return "".join("\n" + tail + label for label in labels[2:])
+    return "".join("\n" + tail.group(0) + label for label in labels[2:])
 
 
 def _setting(schema: Mapping[str, Any]) -> bool:

@@ -1815,3 +1815,57 @@ def test_pk_alone_names_no_private_key(title: str) -> None:
 ])
 def test_a_short_phone_label_takes_no_code_the_message_names(message: str, phone: str) -> None:
     assert DETECTOR.find(two_fields(message, {"title": "Njia", "enum": ["SMS", "app"]}, {"title": phone})) == []
+
+
+# -- the blind-39 round ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("title", ["गु प्त क्र मां क", "पा स व र्ड", "গো প ন সং খ্যা"])
+def test_indic_syllables_spaced_out_are_one_word(title: str) -> None:
+    # Each piece is one syllable: a letter with its vowel sign, virama or a conjunct (marks are not letters).
+    assert blocked(field(title))
+
+
+@pytest.mark.parametrize("title", ["न म स्ते", "आ प का स्वा ग त है"])
+def test_indic_text_spaced_for_emphasis_asks_nothing(title: str) -> None:
+    assert not blocked(field(title))
+
+
+@pytest.mark.parametrize(("message", "title"), [
+    ("购买车票需实名登记，请填写乘车人姓名和身份", "证号码"),
+    ("为了完成付款，请输入您的银行卡密", "码"),
+])
+def test_a_noun_cut_at_the_end_of_an_unspaced_message_is_joined(message: str, title: str) -> None:
+    params = {"mode": "form", "message": message, "requestedSchema": {"type": "object", "properties": {
+        "name": {"type": "string", "title": "姓名"}, "rest": {"type": "string", "title": title}}}}
+    assert blocked(params)
+
+
+@pytest.mark.parametrize(("title", "description"), [
+    ("Código do cupom", "Impresso no verso do folheto"),
+    ("Voucher code", "Printed on the back of your receipt"),
+    ("Code du coupon", "Imprimé au dos du ticket"),
+])
+def test_a_code_qualified_by_a_coupon_is_no_card_code(title: str, description: str) -> None:
+    assert not blocked(field(title, description))
+
+
+@pytest.mark.parametrize(("title", "description"), [
+    ("Código", "Impresso no verso do seu cartão, 3 dígitos"),
+    ("Code", "The three digits printed on the back of your card"),
+])
+def test_a_code_on_the_back_of_a_card_still_asks(title: str, description: str) -> None:
+    assert blocked(field(title, description))
+
+
+def test_an_everyday_word_is_not_read_as_a_misspelt_governor() -> None:
+    # Swedish "nedan" (below) is no misspelt Turkish "neden" (why): the message asks for the key.
+    params = two_fields("Klistra in systemets API-nyckel i fältet nedan.", {"title": "Företag"}, {"title": "Värde"})
+    assert [f.category for f in DETECTOR.find(params)] == ["api_key"]
+
+
+@pytest.mark.parametrize(("name", "title"), [
+    ("skrivnost", "Skrivna sestavina (za napovedovalca)"),
+    ("skrivnost", "Skrivna sestavina juhe"),
+])
+def test_an_identifier_that_is_the_titles_first_word_reads_as_the_title(name: str, title: str) -> None:
+    assert not blocked(field(title, name=name))
