@@ -199,6 +199,12 @@ def squash(folded: str) -> str:
     return _SEPARATORS.sub("", folded)
 
 
+# A genitive ending between a noun and the governor after it is the noun's own ("Tokenin adı", "API-nyckelns
+# namn", "Token-ийн нэр": the token's name): the governor stands right beside the noun.
+_GENITIVE: Final = frozenset(squash(normalize_text(e)) for e in (
+    "s", "es", "ns", "ens", "ets", "n", "in", "ın", "un", "ün", "nin", "nın", "nun", "nün", "yn", "ийн", "ын", "ий"))
+
+
 def _wordlike(word: str) -> bool:
     """Letters only; folded Cyrillic and Greek may hold a skeleton digit ("з" looks like "3"); Indic and
     South-East Asian words hold vowel signs and viramas (marks, not letters, to `str.isalpha`)."""
@@ -1485,7 +1491,8 @@ class Lexicon:
                                                    else before_gap)) and label != "after")
                    # A description's first word may hold the governor's last ("is your" + "your mother's ...").
                    or (described and gs < start < ge and label == "before")
-                   or ((end <= gs and gs - end <= (1 if weak else 0 if described else after_gap))
+                   or ((end <= gs and (0 if squashed[end:gs] in _GENITIVE else gs - end)
+                        <= (1 if weak else 0 if described else after_gap))
                        and label not in ("before", "issue", "document"))
                    # A question closing its clause covers the clause (verb-final languages: "... क्या हुआ?").
                    or (end <= gs and label == "describe" and not weak and ge == len(squashed)

@@ -1869,3 +1869,15 @@ def test_an_everyday_word_is_not_read_as_a_misspelt_governor() -> None:
 ])
 def test_an_identifier_that_is_the_titles_first_word_reads_as_the_title(name: str, title: str) -> None:
     assert not blocked(field(title, name=name))
+
+
+@pytest.mark.parametrize("title", ["Tokenin adı", "API açarının adı", "API-nyckelns namn", "Token-ийн нэр",
+                                   "Az API-kulcs neve"])
+def test_a_name_after_the_noun_in_the_genitive_names_it(title: str) -> None:
+    # The genitive ending stands between the noun and the governor that follows it: the token's name.
+    assert not blocked(field(title))
+
+
+@pytest.mark.parametrize("title", ["Tokenin", "API açarınız", "Tokenens värde"])
+def test_a_genitive_with_no_governor_after_it_still_asks(title: str) -> None:
+    assert blocked(field(title))
