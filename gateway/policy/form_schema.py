@@ -53,7 +53,7 @@ import re
 import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, Final, TypeGuard
 
 import orjson
 
@@ -186,7 +186,18 @@ def _is_printable_name(name: str, max_length: int) -> bool:
         return False
     if name.isascii() and name.isprintable():
         return True  # the common case, without a per-character Unicode lookup
-    return all(unicodedata.category(ch)[0] not in "CZ" or ch == " " for ch in name)
+    # Zero-width (non-)joiners between two letters are spelling in Persian, Sinhala and Indic scripts
+    # ("ප්‍රවර්ධන", "ల్యాండ్‌మార్క్"); anywhere else, and every other control or format character, they are not.
+    return all(unicodedata.category(ch)[0] not in "CZ" or ch == " " or (
+        ch in _JOINERS and 0 < i < len(name) - 1 and _in_word(name[i - 1]) and _in_word(name[i + 1]))
+        for i, ch in enumerate(name))
+
+
+_JOINERS: Final = frozenset("\u200c\u200d")
+
+
+def _in_word(ch: str) -> bool:
+    return not ch.isascii() and unicodedata.category(ch)[0] in "LM"
 
 
 def schema_problems(params: Mapping[str, Any], limits: SchemaLimits = SchemaLimits()) -> list[str]:

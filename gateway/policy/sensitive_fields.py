@@ -302,6 +302,11 @@ _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
 # Every word of a notes field's label ("Comments", "Anmerkung", "备注"): the user's own remarks, never the
 # receiver of a secret the message names.
 _NOTE_WORDS: Final = frozenset(w for phrase in _load_common().get("note_fields", ()) for w in words_of(phrase))
+# Prepositions and articles a label holds beside its noun ("Code from the text"): they name nothing.
+_FUNCTION_WORDS: Final = frozenset(words_of(
+    "from with for into onto about below above von aus mit für dem der die das pour avec depuis dans des les "
+    "desde para con del los las com dos das per dal della dei van voor met het från med för och dla oraz bez "
+    "из от для при под над"))
 _NOTE_FILLER: Final = frozenset(words_of("optional facultatif opcional facoltativo opcjonalnie"))
 
 
@@ -431,6 +436,21 @@ def _pin_word(text: str) -> bool:
     """Whether `text` has the word "PIN" itself, as written or with separators gone ("प ि न कोड")."""
     folded = normalize_text(text)
     return _PIN_WORD.search(folded) or _PIN_WORD.search(squash(folded))
+
+
+def _indian_pin_code(title: str) -> bool:
+    """A title that is only "PIN code" written in an Indian script ("पिन कोड", "ಪಿನ್ ಕೋಡ್", "ਪਿੰਨ ਕੋਡ"): India's
+    name for its postal code."""
+    words = words_of(title)
+    return len(words) == 2 and _INDIAN_SCRIPT.search(title) is not None and bool(_pin_word(words[0])) \
+        and _CODE_WORD.search(words[1])
+
+
+_INDIAN_SCRIPT: Final = re.compile("[\u0900-\u0d7f]")
+_CODE_WORD: Final = _Words(("कोड", "কোড", "ক'ড", "ਕੋਡ", "કોડ", "କୋଡ", "కోడ్", "ಕೋಡ್", "கோட்", "കോഡ്", "code"))
+# Words of a form about a bank card, beside the description concepts for a cash machine or card terminal.
+_BANKING: Final = _Words(("bank", "बैंक", "ব্যাংক", "ব্যাঙ্ক", "ਬੈਂਕ", "બેંક", "ବ୍ୟାଙ୍କ", "బ్యాంక్", "ಬ್ಯಾಂಕ್", "வங்கி",
+                          "ബാങ്ക്", "upi", "यूपीआई", "debit", "डेबिट", "credit", "क्रेडिट", "transaction", "लेनदेन"))
 
 
 def _postal(*texts: str) -> bool:
@@ -829,7 +849,10 @@ class SensitiveFieldDetector:
                             # or six digits beside a place field ("House number"), make it a postal code.
                             or (_pin_word(title or field.name) and (
                                 _place(title, description) or (_six_digits(field.schema, pattern) and _place(
-                                    *(f.title for f in fields if f is not field))))))
+                                    *(f.title for f in fields if f is not field)))))
+                            # "पिन कोड" alone, in an Indian script, is the postal code, unless the form is about
+                            # a bank card ("एटीएम", "UPI", "डेबिट कार्ड").
+                            or (_indian_pin_code(title) and not self._banking(message, fields)))
                     # Only the word "PIN" itself can be postal: a title saying "secret number" never is.
                     if postal and _pin_word(source):
                         continue
@@ -1023,7 +1046,7 @@ class SensitiveFieldDetector:
         label = field.title or field.name
         if self._lexicon.may_name_secret(label):
             return False
-        own = [w for w in words_of(label) if len(w) >= 3 and w not in _GENERIC_FIELD_WORDS]
+        own = [w for w in words_of(label) if len(w) >= 3 and w not in _GENERIC_FIELD_WORDS and w not in _FUNCTION_WORDS]
         if not own:
             return False
         for match in _MESSAGE_SENTENCE.finditer(message):
@@ -1059,6 +1082,11 @@ class SensitiveFieldDetector:
             return False
         quoted = {normalize_text(q).strip() for q in _QUOTED.findall(message)}
         return sum(normalize_text(f.title or f.name).strip() in quoted for f in able) == 1
+
+    def _banking(self, message: str, fields: list[_Field]) -> bool:
+        texts = [message, *(t for f in fields for t in (f.title, f.description) if t)]
+        return any(_BANKING.search(normalize_text(t)) or not {"atm", "card_terminal"}.isdisjoint(
+            self._lexicon.concepts_in(t)) for t in texts)
 
     @staticmethod
     def _note(field: _Field) -> bool:

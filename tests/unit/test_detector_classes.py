@@ -1881,3 +1881,34 @@ def test_a_name_after_the_noun_in_the_genitive_names_it(title: str) -> None:
 @pytest.mark.parametrize("title", ["Tokenin", "API açarınız", "Tokenens värde"])
 def test_a_genitive_with_no_governor_after_it_still_asks(title: str) -> None:
     assert blocked(field(title))
+
+
+# -- the blind-40 round ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("message", "title"), [
+    ("बीज ऑर्डर – कृपया जानकारी भरें।", "पिन कोड"),
+    ("ಪಶು ಔಷಧ ಆರ್ಡರ್", "ಪಿನ್ ಕೋಡ್"),
+    ("ਨਵਾਂ ਰਜਿਸਟ੍ਰੇਸ਼ਨ", "ਪਿੰਨ ਕੋਡ"),
+])
+def test_pin_code_alone_in_an_indian_script_is_the_postal_code(message: str, title: str) -> None:
+    params = two_fields(message, {"title": "नाम"}, {"title": title})
+    params["requestedSchema"]["properties"]["pincode"] = params["requestedSchema"]["properties"].pop("b")
+    assert DETECTOR.find(params) == []
+
+
+@pytest.mark.parametrize(("message", "title"), [
+    ("एटीएम कार्ड सक्रिय करें।", "पिन कोड"),
+    ("UPI भुगतान की पुष्टि करें।", "पिन कोड"),
+    ("बैंक खाता सत्यापन", "पिन कोड"),
+    ("Card activation.", "पिन नंबर"),
+])
+def test_pin_code_beside_a_bank_card_is_still_its_pin(message: str, title: str) -> None:
+    assert blocked(two_fields(message, {"title": "नाम"}, {"title": title}))
+
+
+def test_a_preposition_in_a_label_is_no_word_the_message_answers() -> None:
+    # "from" stands in the first sentence too, but the label names no other thing: the field takes the code.
+    params = {"mode": "form", "message": "Your parcel from ZipRun is at the locker. We just texted a 6-digit code "
+              "to your number; enter it to open the door.", "requestedSchema": {"type": "object", "properties": {
+                  "c": {"type": "string", "title": "Code from the text", "pattern": "^[0-9]{6}$"}}}}
+    assert [f.category for f in DETECTOR.find(params)] == ["otp"]
