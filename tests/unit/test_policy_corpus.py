@@ -190,6 +190,8 @@ BLIND_FLOORS = [
     ("blind39", 940, 555, 2, 0),
     # First sight 546/560, 13/340, 0 (forms of 2-5 fields); these after the blind-40 round.
     ("blind40", 940, 553, 3, 0),
+    # Unread: first-sight figures (forms of 2-5 fields).
+    ("blind41", 940, 543, 8, 1),
 ]
 
 
