@@ -569,8 +569,7 @@ class _Tally:
         and is left as it is. None when nothing changes."""
         values = obj["enum"]
         if not isinstance(values, list) or not _untitled(obj) or not any(
-                isinstance(v, str) and _may_contain_link(v) and _EXPLICIT_LINK.search(_build_skeleton(v).text)
-                for v in values):
+                isinstance(v, str) and shows_explicit_link(v) for v in values):
             return None  # (titled options are stripped as option titles above)
         titles = [self.text(v, _OPTION_TITLES) for v in values]
         return titles if any(t is not v for t, v in zip(titles, values, strict=True)) else None
@@ -589,6 +588,12 @@ class _Tally:
     @property
     def total(self) -> int:
         return sum(self.by_location.values())
+
+
+def shows_explicit_link(text: str) -> bool:
+    """Whether `text` holds a link written as one (a scheme, "www.", "mailto:", markdown), not only a bare
+    domain: what an untitled option's value must hold to be shown stripped (see `_Tally.enum_titles`)."""
+    return _may_contain_link(text) and _EXPLICIT_LINK.search(_build_skeleton(text).text) is not None
 
 
 def _collect_texts(obj: Any, handlers: _Handlers, out: list[str]) -> None:

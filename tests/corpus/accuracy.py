@@ -18,7 +18,7 @@ from typing import Any
 
 from gateway.cli import explain
 from gateway.config import load_config
-from gateway.policy.link_stripping import contains_link
+from gateway.policy.link_stripping import contains_link, shows_explicit_link
 
 CORPUS = Path(__file__).parent
 POLICY = """
@@ -64,20 +64,26 @@ def load_corpus(folder: Path = CORPUS) -> list[dict[str, Any]]:
     return rows
 
 
-def strings(node: Any, skip_url: bool = True) -> Iterator[str]:
-    if isinstance(node, str):
-        yield node
-    elif isinstance(node, dict):
+def shown_links(node: Any) -> Iterator[str]:
+    """The strings of `node` that would show a link to the user: every text, and of an untitled choice's values
+    only those with an explicit link (a bare domain as an option names the choice and is left as it is by
+    design: docs/link-stripping.md, "Known limits")."""
+    if isinstance(node, dict):
+        untitled = "enum" in node and not any(k in node for k in ("enumNames", "oneOf", "anyOf"))
         for key, value in node.items():
-            if skip_url and key in ("url", "elicitationId", "_meta", "pattern", "format", "type"):
+            if key in ("url", "elicitationId", "_meta", "pattern", "format", "type"):
                 continue
-            # A choice's values behind titles are the answer, not what the host shows (`enumNames`, {const, title}).
             if (key == "enum" and "enumNames" in node) or (key == "const" and "title" in node):
                 continue
-            yield from strings(value, skip_url)
+            if key == "enum" and untitled and isinstance(value, list):
+                yield from (v for v in value if isinstance(v, str) and shows_explicit_link(v))
+                continue
+            yield from shown_links(value)
     elif isinstance(node, list):
         for value in node:
-            yield from strings(value, skip_url)
+            yield from shown_links(value)
+    elif isinstance(node, str):
+        yield node
 
 
 def run_explain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -130,7 +136,7 @@ def score(rows: list[dict[str, Any]], results: list[dict[str, Any]]) -> Scores:
         if cat == "link":
             s.links_total += 1
             params = result.get("params")
-            if params is not None and any(contains_link(text) for text in strings(params)):
+            if params is not None and any(contains_link(text) for text in shown_links(params)):
                 s.links_surviving.append(row["id"])
     return s
 

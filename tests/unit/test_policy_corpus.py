@@ -192,6 +192,8 @@ BLIND_FLOORS = [
     ("blind40", 940, 553, 3, 0),
     # Unread: first-sight figures (forms of 2-5 fields).
     ("blind41", 940, 543, 8, 1),
+    # Unread: first-sight figures (forms of 2-5 fields).
+    ("blind42", 940, 540, 7, 0),
 ]
 
 
