@@ -302,6 +302,10 @@ def _readable(raw: bytes) -> str | None:
 
 def _unencoded(match: re.Match[str]) -> str:
     run = match.group(0)
+    if run.isdigit() and (len(run) < 8 or len(run) % 2):
+        # Digits alone never decode to readable base64 (every byte would be 0xD0 or above); as hex they
+        # need eight or more, an even count ("70617373": "pass"). Amounts, years and ids skip the decoding.
+        return run
     if len(run) % 2 == 0 and _HEX_RUN.fullmatch(run):
         # Hex without its 0x ("70617373776f7264"): read as hex when that spells words, else as base64.
         text = _readable(bytes.fromhex(run))

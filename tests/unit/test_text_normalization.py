@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.policy.secret_lexicon import load_builtin_lexicon
-from gateway.policy.text_normalization import CAMEL_MARK, camel_marked, normalize_text
+from gateway.policy.text_normalization import CAMEL_MARK, camel_marked, decode_escapes, has_encoded_run, normalize_text
 
 
 @pytest.mark.parametrize(
@@ -166,3 +166,13 @@ def test_normalize_is_idempotent(text: str) -> None:
 def test_normalize_removes_format_characters_and_latin_accents(text: str) -> None:
     folded = normalize_text(text)
     assert not any(unicodedata.category(ch) == "Cf" or 0x300 <= ord(ch) <= 0x36F for ch in folded)
+
+
+@pytest.mark.parametrize("text", ["Amount 1234", "Year 2026, order 123456", "Ticket 1234567", "Ref 123456789"])
+def test_numbers_are_no_encoded_run(text: str) -> None:
+    # Digits alone never decode to readable base64; as hex only in even runs of eight or more.
+    assert not has_encoded_run(text)
+
+
+def test_digits_that_are_hex_for_a_word_still_decode() -> None:
+    assert decode_escapes("Enter your 70617373 here") == "Enter your pass here"
