@@ -1912,3 +1912,17 @@ def test_a_preposition_in_a_label_is_no_word_the_message_answers() -> None:
               "to your number; enter it to open the door.", "requestedSchema": {"type": "object", "properties": {
                   "c": {"type": "string", "title": "Code from the text", "pattern": "^[0-9]{6}$"}}}}
     assert [f.category for f in DETECTOR.find(params)] == ["otp"]
+
+
+@pytest.mark.parametrize(("message", "user", "other"), [
+    ("Create your account: your password is set in the next step.", "Username", "City"),
+    ("Akaunti mpya: nenosiri utaweka baadaye.", "Jina la mtumiaji", "Kitivo"),
+    ("Νέος λογαριασμός (ο κωδικός πρόσβασης ορίζεται σε επόμενο βήμα, όχι εδώ).", "Όνομα χρήστη", "Πόλη"),
+])
+def test_a_secret_deferred_to_a_later_step_is_not_asked_here(message: str, user: str, other: str) -> None:
+    assert DETECTOR.find(two_fields(message, {"title": user}, {"title": other})) == []
+
+
+def test_a_deferral_does_not_undo_an_ask_for_the_secret_now() -> None:
+    assert blocked(two_fields("Enter your password now; you can change it later.", {"title": "Username"},
+                              {"title": "Value"}))
