@@ -1,9 +1,9 @@
 """Merges drafted lexicon files into gateway/policy/data/lexicon/<lang>.json (a union of their lists).
 
-`python scripts/merge_lexicon_drafts.py scripts/lexicon_drafts` (then `make lexicon-real-words`). The drafts
-in scripts/lexicon_drafts/ were written blind (no test set, detector or lexicon seen) and are NOT merged:
-merged whole they cost more false blocks on the corpus than they gain (docs/policy-accuracy.md, "A drafted
-lexicon"). This script reproduces that measurement; score before and after with tests/corpus/accuracy.py.
+`python scripts/merge_lexicon_drafts.py FOLDER` (then `make lexicon-real-words`). The drafts in
+scripts/lexicon_drafts/ were written blind (no test set, detector or lexicon seen); merged whole they cost more
+false blocks on the corpus than they gain, and only 12 languages' drafts are merged (docs/policy-accuracy.md,
+"A drafted lexicon"). Score before and after with tests/corpus/accuracy.py.
 """
 
 from __future__ import annotations
