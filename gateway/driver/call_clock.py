@@ -132,14 +132,21 @@ class CallClock:
             if left > 0:
                 await asyncio.sleep(left)
                 continue
-            oldest = min(self._outstanding, key=lambda k: self._outstanding[k][1])
             try:
-                never = await self.store.drop_pending(self.session_id, oldest)
+                expired = await self._at_deadline()
             except StateUnavailable:  # cannot tell answered from not, and the bound is past: fail closed
-                never = True
-            if never:
                 return await self._expire()
-            self._answered(oldest)
+            if expired is not None:
+                return expired
+        return None
+
+    async def _at_deadline(self) -> Expiry | None:
+        """The oldest request's bound is past: the store decides atomically (`drop_pending`) whether it was never
+        answered (and now cannot be: the call expires) or was taken by an answer (it no longer pauses the call)."""
+        oldest = min(self._outstanding, key=lambda k: self._outstanding[k][1])
+        if not self.pending_in_store or await self.store.drop_pending(self.session_id, oldest):
+            return await self._expire()
+        self._answered(oldest)
         return None
 
     async def _expire(self) -> Expiry:
@@ -160,12 +167,12 @@ class CallClock:
                     self._answered(payload.decode())
                 if not self._outstanding:
                     return None
-                oldest = min(self._outstanding, key=lambda k: self._outstanding[k][1])
                 left = self._oldest_left()
                 if left <= 0:
-                    if not self.pending_in_store or await self.store.drop_pending(self.session_id, oldest):
-                        return await self._expire()  # never answered, and now it cannot be
-                    self._answered(oldest)  # taken by an answer whose wake-up is still on its way
+                    # (Taken by an answer whose wake-up is still on its way: the clock goes on.)
+                    expired = await self._at_deadline()
+                    if expired is not None:
+                        return expired
                     continue
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), min(left, _RECHECK))
