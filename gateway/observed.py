@@ -167,7 +167,6 @@ class _ObservedStore:
         return wrapped
 
 
-
 def _timed(call: Callable[..., Awaitable[Any]], op: str, metrics: GatewayMetrics) -> Callable[..., Awaitable[Any]]:
     seconds = metrics.state_seconds.labels(op)
     errors = metrics.state_errors.labels(op)

@@ -515,13 +515,9 @@ def test_secret_markers_are_left_to_the_sensitive_stage() -> None:
 
 @pytest.mark.parametrize("name", ["ප්\u200dරවර්ධන", "ల్యాండ్\u200cమార్క్", "می\u200cخواهم"])
 def test_a_joiner_inside_a_word_of_a_script_that_spells_with_it_is_a_valid_name(name: str) -> None:
-    params = {"mode": "form", "message": "x", "requestedSchema": {"type": "object", "properties": {
-        name: {"type": "string", "title": "t"}}}}
-    assert schema_problems(params) == []
+    assert schema_problems(form(props(**{name: {"type": "string", "title": "t"}}))) == []
 
 
 @pytest.mark.parametrize("name", ["\u200cname", "pass\u200dword", "ప\u200b", "a\u200c"])
 def test_a_joiner_anywhere_else_or_another_format_character_is_no_valid_name(name: str) -> None:
-    params = {"mode": "form", "message": "x", "requestedSchema": {"type": "object", "properties": {
-        name: {"type": "string", "title": "t"}}}}
-    assert schema_problems(params)
+    assert schema_problems(form(props(**{name: {"type": "string", "title": "t"}})))
