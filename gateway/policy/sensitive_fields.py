@@ -107,6 +107,34 @@ def _without_urls(text: str) -> str:
     return _URL.sub(lambda m: " " + (m.group(1) or "").replace(":", " ").rstrip("@") + " ", text)
 
 
+# A form that says its words are in ROT13 ("labels in ROT13 (A<->N)") tells its reader how to read them.
+_ROT13_NAMED: Final = re.compile(r"(?<![^\W\d_])rot[ _-]?13(?!\d)", re.IGNORECASE)
+_ROT13: Final = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm")
+_ROT13_KEYS: Final = ("title", "description", "default", "enumNames", "oneOf", "anyOf", "items")
+
+
+def _rot13(value: Any) -> Any:
+    """The texts of a form (message, titles, descriptions, defaults, option titles) with ROT13 undone;
+    property names, types, formats and option values as they are."""
+    if isinstance(value, str):
+        return value.translate(_ROT13)
+    if isinstance(value, list):
+        return [_rot13(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _rot13(v) if k in _ROT13_KEYS else v for k, v in value.items()}
+    return value
+
+
+def _rot13_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    schema = params.get("requestedSchema")
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    out = {**params, "message": _rot13(_text(params.get("message")))}
+    if isinstance(properties, Mapping):
+        out["requestedSchema"] = {**schema, "properties": {k: _rot13(v) for k, v in properties.items()}}
+    return out
+
+
 def _decoded(value: object) -> object:
     if isinstance(value, str):
         return decode_escapes(value)
@@ -582,7 +610,7 @@ class SensitiveFieldDetector:
             return found
         return _union(found, self._custom.scan(text, prose))
 
-    def _find(self, params: Mapping[str, Any]) -> list[SensitiveFinding]:
+    def _find(self, params: Mapping[str, Any], rot13: bool = False) -> list[SensitiveFinding]:
         if not (type(params) is dict or isinstance(params, Mapping)):
             return []
         message = _text(params.get("message"))
@@ -604,6 +632,9 @@ class SensitiveFieldDetector:
             message = decode_escapes(message)
             fields, labels, rest, misspelt = self._collect(properties, message, True)
             joined = "\n".join(labels) + "\n\n" + "\n".join(rest) + _seams(message, labels)
+        if not rot13 and "13" in joined and _ROT13_NAMED.search(joined):
+            # Read as written and with ROT13 undone ("inserisci la puvnir znfgre (ROT13)").
+            return list(dict.fromkeys(self._find(params, True) + self._find(_rot13_params(params), True)))
         self._sign_in_asks(message, fields, add)
         quiet = self._quiet.get(joined)
         if quiet is None:

@@ -326,6 +326,22 @@ def _unencoded(match: re.Match[str]) -> str:
     return run if text is None else text
 
 
+# Hex bytes written apart ("70 72 69 76 c3 a9 ...", "70:61:73:73"): four bytes or more, read as UTF-8 when that
+# spells words (a MAC address or a colour list does not).
+_SPACED_HEX: Final = re.compile(r"(?:[0-9A-Fa-f]{2}[ :]){3,}[0-9A-Fa-f]{2}")
+
+
+def _unspaced_hex(match: re.Match[str]) -> str:
+    run = match.group(0)
+    start, end = match.span()
+    whole = match.string
+    if (start and (whole[start - 1].isalnum() or whole[start - 1] == ":")) or (
+            end < len(whole) and (whole[end].isalnum() or whole[end] == ":")):
+        return run  # part of a longer token ("a1 b2 c3 d4e5")
+    text = _readable(bytes.fromhex(run.replace(" ", "").replace(":", "")))
+    return run if text is None else text
+
+
 def has_encoded_run(text: str) -> bool:
     """Whether `text` holds a base64 or hex run that decodes to readable words (see `decode_escapes`)."""
     if len(text) > _MAX_DECODED:
@@ -334,12 +350,14 @@ def has_encoded_run(text: str) -> bool:
     # of eight characters or more that is not all letters (every form pays this, so it stays cheap).
     return any(_unencoded(m) != m.group(0) for word in text.split()
                if len(word) >= 4 and (not word.isalpha() or not (word.islower() or word.isupper() or word.istitle()))
-               for m in _ENCODED_RUN.finditer(word))
+               for m in _ENCODED_RUN.finditer(word)) or any(
+        _unspaced_hex(m) != m.group(0) for m in _SPACED_HEX.finditer(text))
 
 
 def decode_escapes(text: str) -> str:
     """`text` with HTML character references, URL percent-escapes, backslash escapes (`\\u0050`), and
-    base64 or hex runs that spell readable words ("UGFzc3dvcmQ=" for "Password") decoded, once each.
+    base64 or hex runs (hex bytes also apart) that spell readable words ("UGFzc3dvcmQ=" for "Password")
+    decoded, once each.
 
     HTML references first, so a percent sign written as `&#37;` joins the percent pass.
     """
@@ -351,6 +369,7 @@ def decode_escapes(text: str) -> str:
         text = _PERCENT_RUN.sub(_unquoted, text)
     if "\\" in text:
         text = _BACKSLASH_ESCAPE.sub(_unescaped, text)
+    text = _SPACED_HEX.sub(_unspaced_hex, text)
     return _ENCODED_RUN.sub(_unencoded, text)
 
 

@@ -1926,3 +1926,39 @@ def test_a_secret_deferred_to_a_later_step_is_not_asked_here(message: str, user:
 def test_a_deferral_does_not_undo_an_ask_for_the_secret_now() -> None:
     assert blocked(two_fields("Enter your password now; you can change it later.", {"title": "Username"},
                               {"title": "Value"}))
+
+
+# -- found after blind sets 41 and 42 (twelfth session) -----------------------------------------------------
+
+@pytest.mark.parametrize(("message", "title"), [
+    ("Die Feldnamen sind in ROT13 geschrieben.", "Cnffjbeg"),  # Passwort
+    ("Etiquetas en rot-13 (A↔N).", "Pbagenfrñn"),  # Contraseña (ROT13 leaves ñ as it is)
+    ("Enter your nccyvpngvba cnffjbeq (ROT13).", "Value"),  # application password, in the message only
+])
+def test_a_form_that_says_its_words_are_rot13_is_read_decoded(message: str, title: str) -> None:
+    assert blocked(field(title, message=message))
+
+
+@pytest.mark.parametrize(("message", "title"), [
+    ("Cnffjbeg", "Cnffjbeg"),  # the same words, with nothing saying they are ROT13: gibberish, left alone
+    ("Rot 13 is a classic cipher: how many letters does it shift?", "Cnffjbeg pbhag"),  # a count of passwords
+    ("Quiz: ROT13 of your team's name", "Team name"),
+])
+def test_rot13_is_read_only_where_the_form_says_so_and_asks_nothing_else(message: str, title: str) -> None:
+    assert not blocked(field(title, message=message))
+
+
+@pytest.mark.parametrize("title", [
+    "50 61 73 73 77 6f 72 64",  # "Password"
+    "70:61:73:73:77:6f:72:74",  # "passwort", colon-separated
+    "d0 bf d0 b0 d1 80 d0 be d0 bb d1 8c",  # "пароль", UTF-8 bytes
+])
+def test_hex_bytes_written_apart_are_read_as_the_word_they_spell(title: str) -> None:
+    assert blocked(field(title, message="Labels are hex."))
+    assert decode_escapes(title) != title
+
+
+@pytest.mark.parametrize("title", ["00:1A:2B:3C:4D:5E", "ff 00 ff 00 cc", "Serial a1 b2 c3 d4e5"])
+def test_hex_bytes_that_spell_no_word_stay_as_written(title: str) -> None:
+    assert not blocked(field(title, message="Device details"))
+    assert decode_escapes(title) == title
