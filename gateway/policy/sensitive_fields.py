@@ -127,10 +127,9 @@ def _rot13(value: Any) -> Any:
 
 
 def _rot13_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    schema = params.get("requestedSchema")
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
     out = {**params, "message": _rot13(_text(params.get("message")))}
-    if isinstance(properties, Mapping):
+    schema = params.get("requestedSchema")
+    if isinstance(schema, Mapping) and isinstance(properties := schema.get("properties"), Mapping):
         out["requestedSchema"] = {**schema, "properties": {k: _rot13(v) for k, v in properties.items()}}
     return out
 
