@@ -131,7 +131,9 @@ def _cuts_words(text: str) -> bool:
 
 
 _UNDOT_CLAUSES: Final = re.compile(r"[:;!?¿¡|\n]\s*")  # clauses of a label with cut words (a dot there cuts a word)
-_DOTTED_TOKEN: Final = re.compile(r"[^\W\d_]+(?:\.(?!\w))?")  # a word, with the dot that cuts it short (not a domain's)
+# A word, with the dot that cuts it short (not a domain's). Digits may stand inside it: the confusables skeleton
+# folds Cyrillic "з" and "б" to "3" and "6" ("закр." is "3akp.", and the noun it cuts is "3akpыtыи kлюч").
+_DOTTED_TOKEN: Final = re.compile(r"[^\W_]*[^\W\d_][^\W_]*(?:\.(?!\w))?")
 # The secret nouns that begin with one word: those of one word, those of more by their second word, and those
 # second words sorted (for the cut words of `Lexicon._undot`).
 _PhrasesOf = tuple[list[tuple[str, ...]], dict[str, list[tuple[str, ...]]], list[str]]
@@ -1195,7 +1197,7 @@ class Lexicon:
             longer: dict[str, dict[str, list[tuple[str, ...]]]] = {}
             for key, (_, entries, *_) in self._payload_of.items():
                 for e in entries:
-                    if e.kind == TERM and not e.weak and e.exact is None and key.isalpha():
+                    if e.kind == TERM and not e.weak and e.exact is None and key.isalnum() and not key.isdigit():
                         phrase = _key_words(key, e.internal)
                         if len(phrase) == 1:
                             singles.setdefault(phrase[0], []).append(phrase)

@@ -1962,3 +1962,9 @@ def test_hex_bytes_written_apart_are_read_as_the_word_they_spell(title: str) -> 
 def test_hex_bytes_that_spell_no_word_stay_as_written(title: str) -> None:
     assert not blocked(field(title, message="Device details"))
     assert decode_escapes(title) == title
+
+
+@pytest.mark.parametrize("title", ["Закр. ключ", "Закрит. ключ", "Номер банк. карты"])
+def test_a_cut_word_with_a_letter_that_folds_to_a_digit_still_spells_its_noun(title: str) -> None:
+    # The confusables skeleton folds "з" and "б" to "3" and "6": the cut words are still words.
+    assert blocked(field(title, message="Подключение к серверу."))
