@@ -872,8 +872,9 @@ class SensitiveFieldDetector:
                     if postal is None:
                         pattern = field.schema.get("pattern")
                         pattern = pattern if isinstance(pattern, str) else ""
-                        # Four digits are a bank PIN whatever the place words say: no postal PIN code has four.
-                        postal = not _FOUR_DIGITS.fullmatch(pattern) and (
+                        # Four digits are a bank PIN whatever the place words say: no postal PIN code has four
+                        # (a pattern of four digits, or at most four characters).
+                        postal = not _FOUR_DIGITS.fullmatch(pattern) and field.schema.get("maxLength") != 4 and (
                             _postal(field.name, title, description, message) or _postal_pattern(field)
                             # A place word in the field's own texts ("ગામનો પિન કોડ", the village's PIN code),
                             # or six digits beside a place field ("House number"), make it a postal code.
@@ -1063,8 +1064,10 @@ class SensitiveFieldDetector:
             # secret and still asking nothing uses it in another sense ("Heslo (slovníkové)", a headword).
             own = [w for w in words_of(field.title or field.name) if len(w) >= 4 and w not in _GENERIC_FIELD_WORDS
                    and not self._lexicon.may_name_secret(w)]
+            # (In a script written without spaces between words, a run holds several: the label's word
+            # anywhere in it is repeated, "အဖြေ" in "အဖြေကို".)
             return any(w == m or (len(w) >= 5 and len(m) >= 5 and (w.endswith(m) or m.endswith(w)))
-                       for w in own for m in said)
+                       or (w in m and UNSPACED.match(w) is not None) for w in own for m in said)
 
         return sum(echoes(f) for f in able) == 1
 

@@ -1968,3 +1968,22 @@ def test_hex_bytes_that_spell_no_word_stay_as_written(title: str) -> None:
 def test_a_cut_word_with_a_letter_that_folds_to_a_digit_still_spells_its_noun(title: str) -> None:
     # The confusables skeleton folds "з" and "б" to "3" and "6": the cut words are still words.
     assert blocked(field(title, message="Подключение к серверу."))
+
+
+def test_a_pin_of_four_characters_is_the_cards_whatever_the_delivery_words_say() -> None:
+    message = "Parcel locker: delivery fee 5 EUR. Enter your bank card PIN to pay."
+    pin = {"type": "string", "title": "Card PIN", "minLength": 4, "maxLength": 4}
+    assert blocked(two_fields(message, {"type": "string", "title": "Locker number"}, pin))
+
+
+def test_a_six_digit_pin_code_beside_delivery_words_is_still_postal() -> None:
+    message = "Parcel delivery: enter the PIN code of the delivery address."
+    pin = {"type": "string", "title": "PIN code", "maxLength": 6}
+    assert not blocked(two_fields(message, {"type": "string", "title": "House number"}, pin))
+
+
+def test_in_a_script_without_spaces_the_label_repeated_inside_a_run_points_at_its_field() -> None:
+    # Burmese: "enter the answer to the security question you set" over "Reference" and "Answer".
+    message = "အကောင့်ဖွင့်စဉ်က သတ်မှတ်ခဲ့သော လုံခြုံရေးမေးခွန်း၏ အဖြေကို ရိုက်ထည့်ပါ။"
+    assert blocked(two_fields(message, {"type": "string", "title": "ရည်ညွှန်းနံပါတ်"},
+                              {"type": "string", "title": "အဖြေ"}))
