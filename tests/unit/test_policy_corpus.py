@@ -195,8 +195,10 @@ BLIND_FLOORS = [
     ("blind41", 940, 547, 8, 1),
     # First sight 540/560, 7/340, 0 (forms of 2-5 fields); these after the round on sets 41 and 42.
     ("blind42", 940, 545, 6, 0),
-    # Unread: first-sight figures (97% of forms with 2-5 fields; written after the round on sets 41 and 42).
-    ("blind43", 940, 542, 4, 0),
+    # First sight 542/560, 4/340, 0 (97% of forms with 2-5 fields); these after the round on it.
+    ("blind43", 940, 548, 4, 0),
+    # Unread: first-sight figures (91% of forms with 2-5 fields; written after the round on set 43).
+    ("blind44", 940, 544, 7, 0),
 ]
 
 
