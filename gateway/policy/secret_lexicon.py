@@ -153,11 +153,17 @@ _HANDED_OVER: Final = re.compile(
     r"|(?:wpisz|wklej|podaj|zadejte|zadajte|vlozte)\s+(?:go|ho|je)"
     r"|(?:введите|вставьте|введіть|вставте|укажите|вкажіть)\s+(?:его|його)"
     r")\b")
-_KEY_KIND_INSIDE: Final = re.compile(
-    r"(?<=[^\W\d_])\s+(?:gpg|pgp|openpgp|ssh|rsa|dsa|ecdsa|ed25519|ssl|tls)\s+(?=[^\W\d_])")
+_KEY_KINDS: Final = r"(?:gpg|pgp|openpgp|ssh|rsa|dsa|ecdsa|ed25519|ssl|tls)"
+_KEY_KIND_INSIDE: Final = re.compile(rf"(?<=[^\W\d_])\s+{_KEY_KINDS}\s+(?=[^\W\d_])")
 # What every match of `_KEY_KIND_INSIDE` holds, without the lookbehind that pattern tries at every position
-# (a fourth of its cost): the pre-check every form pays.
-_KEY_KIND_SPACED: Final = re.compile(r"\s(?:gpg|pgp|openpgp|ssh|rsa|dsa|ecdsa|ed25519|ssl|tls)\s")
+# (a fourth of its cost): tried first, as every form pays this check.
+_KEY_KIND_SPACED: Final = re.compile(rf"\s{_KEY_KINDS}\s")
+
+
+def _key_kind_inside(folded: str) -> bool:
+    """Whether a key's kind stands between two words ("soukromý gpg klíč", "private pgp key")."""
+    return _KEY_KIND_SPACED.search(folded) is not None and _KEY_KIND_INSIDE.search(folded) is not None
+
 _COMPOUND_MIN: Final = 11  # a compound word this long may end in a misspelt secret noun
 _COMPOUND_TAIL_MIN: Final = 7
 _COMPACT_MIN: Final = 6
@@ -503,13 +509,13 @@ class Lexicon:
             cue_phrases = tuple(e.label for e in entries if e.kind == CUE)
             payloads[key] = (flag, tuple(entries), backwards, labels, cue_phrases, key)
         self._payload_of = payloads
-        self._rule_masks = tuple(
-            tuple(sum(concept_bits.get(c, 0) for c in alt) for alt in needs) for _, needs, _ in self._rules)
+        rule_masks = [
+            tuple(sum(concept_bits.get(c, 0) for c in alt) for alt in needs) for _, needs, _ in self._rules]
         # Every rule needs one of its rarer concepts: without any of them, no rule can fire. The rules are
         # filed under each bit of that anchor, so a text's concepts lead only to the rules they can fire.
         self._anchor_mask = 0
         self._rules_by_bit: dict[int, list[tuple[int, ...]]] = {}
-        for masks in self._rule_masks:
+        for masks in rule_masks:
             anchor = min(masks, key=lambda m: (bin(m).count("1"), m)) if masks else 0
             self._anchor_mask |= anchor
             while anchor:
@@ -696,7 +702,7 @@ class Lexicon:
             if capitals != text and self.may_name_secret(capitals):
                 return True
         folded = normalize_text(text)
-        if _may_be_leet(folded) or (_KEY_KIND_SPACED.search(folded) and _KEY_KIND_INSIDE.search(folded)):
+        if _may_be_leet(folded) or _key_kind_inside(folded):
             return True
         if "." in folded and _DOT_BEFORE.search(folded) and self._undotted(folded) is not None:
             return True  # words cut short spell a noun ("Resp. a su preg. de seg.")
@@ -817,7 +823,7 @@ class Lexicon:
             undotted = self._undotted(_PARENS.sub(" ", folded))  # (a parenthesis annotates: read apart)
             if undotted is not None:
                 readings.append(undotted)  # "Súkr. kľúč", "Gl. klj.": the cut words put back
-        if _KEY_KIND_SPACED.search(folded) and _KEY_KIND_INSIDE.search(folded):
+        if _key_kind_inside(folded):
             # A key's kind between the words of a noun ("soukromý GPG klíč", "private PGP key").
             readings.append(_KEY_KIND_INSIDE.sub(" ", folded))
         if _may_be_leet(folded):

@@ -873,7 +873,7 @@ class SensitiveFieldDetector:
                         pattern = field.schema.get("pattern")
                         pattern = pattern if isinstance(pattern, str) else ""
                         # Four digits are a bank PIN whatever the place words say: no postal PIN code has four
-                        # (a pattern of four digits, or at most four characters).
+                        # (a pattern of four digits, or a `maxLength` of four).
                         postal = not _FOUR_DIGITS.fullmatch(pattern) and field.schema.get("maxLength") != 4 and (
                             _postal(field.name, title, description, message) or _postal_pattern(field)
                             # A place word in the field's own texts ("ગામનો પિન કોડ", the village's PIN code),
