@@ -98,7 +98,9 @@ _UNSPACED_CHARS: Final = (
 UNSPACED: Final = re.compile(f"[{_UNSPACED_CHARS}]")
 # A colon before a quoted label does not end the clause: "Never type here: "PIN"" negates the PIN.
 _CLAUSES: Final = re.compile(r"(?<=[^\W_]{4})(?:[.!?;|,]|:(?!\s*[\"„“«「『]))(?:\s+|$)"
-                             r"|(?<=[^\W_]{2})(?:[!?;|,]|:(?!\s*[\"„“«「『]))(?:\s+|$)|[。！？；，、\n։።፣۔।॥؟؛،။၊។།]")
+                             r"|(?<=[^\W_]{2})(?:[!?;|,]|:(?!\s*[\"„“«「『]))(?:\s+|$)|[。！？；，、\n։።፣۔।॥؟؛،။၊។།]"
+                             r"|(?<=[^\W_]) [–—] (?=[^\W_])")  # (a spaced dash: "... жазбаңыз – оны ...")
+_LIST_COMMAS: Final = frozenset({",", "،", "、", "，"})
 _PARENS: Final = re.compile(r"[(（\[]([^()（）\[\]]*)[)）\]]")
 _LEET_WORD: Final = re.compile(r"(?=[\w@$!|]*[a-z])(?=[\w@$!|]*[0134578@$!|])(?<![\w@$!|])[\w@$!|]+")
 _LEET_FAST: Final = re.compile(r"[a-z][0134578@$!|]|[0134578@$!|][a-z]")
@@ -831,7 +833,13 @@ class Lexicon:
             if leet != folded:
                 readings.append(leet)
             if "1" in folded:
-                readings.append(_LEET_WORD.sub(lambda m: m.group(0).translate(_LEET_L).translate(_LEET), folded))
+                as_l = _LEET_WORD.sub(lambda m: m.group(0).translate(_LEET_L).translate(_LEET), folded)
+                readings.append(as_l)
+                # "1" for "i" in one word and for "l" in the next ("Pr1vé-s1eut3l", "k1ucz 4P1"): each word as
+                # the letter that makes it a word.
+                mixed = _LEET_WORD.sub(self._leet_word, folded)
+                if mixed != leet and mixed != as_l:
+                    readings.append(mixed)
         elif len(readings) == 1:
             squashed = squash(folded)
             hits = self._hits(squashed)
@@ -876,6 +884,8 @@ class Lexicon:
             # A parenthesis annotates what stands before it: read on its own, and the rest without it.
             clauses = _CLAUSES.split(_PARENS.sub(" ", reading)) if "(" in reading or "（" in reading else \
                 _CLAUSES.split(reading)
+            if prose and len(clauses) > 1 and ("," in reading or "،" in reading or "、" in reading):
+                clauses = self._negated_lists(_PARENS.sub(" ", reading) if "(" in reading else reading, clauses)
             found: set[str] = set()
             is_glued = number >= first_glued
             own_about: set[str] = set() if number > 0 else about
@@ -934,6 +944,46 @@ class Lexicon:
         if asked or about or governed:
             return TextScan(frozenset(asked), frozenset(about - asked), governed, frozenset(sense))
         return NOTHING
+
+    def _leet_word(self, match: re.Match[str]) -> str:
+        as_i = match.group(0).translate(_LEET)
+        if as_i in self._known:
+            return as_i
+        as_l = match.group(0).translate(_LEET_L).translate(_LEET)
+        return as_l if as_l in self._known else as_i
+
+    def _negated_lists(self, text: str, clauses: list[str]) -> list[str]:
+        """`clauses`, a list that runs on after a negated clause's comma negated too: "we will never ask for
+        your card PIN, security code or card number" negates all three (the negation's words are read again
+        before the list). A clause that asks itself ("..., type it below") runs on no negation."""
+        delimiters = [m.group(0).strip() for m in _CLAUSES.finditer(text)]
+        if len(delimiters) != len(clauses) - 1:
+            return clauses
+        out = [clauses[0]]
+        negation = self._word_hit(clauses[0], NEGATION, "negation")
+        for delimiter, clause in zip(delimiters, clauses[1:], strict=True):
+            if negation and delimiter in _LIST_COMMAS and clause and not self._word_hit(clause, CONCEPT, "type_in"):
+                out.append(negation + " " + clause)
+                continue
+            out.append(clause)
+            negation = self._word_hit(clause, NEGATION, "negation")
+        return out
+
+    def _word_hit(self, clause: str, kind: int, label: str) -> str | None:
+        """The words of `clause` that hold a key of `kind` and `label`, aligned as the full scan aligns a
+        phrase ("go" inside "códigos" is no verb, "a la" is no "ala"); None if there is none."""
+        found = [(last + 1 - entry.length, last + 1, entry.internal) for last, (_, entries, *_) in self._hits(
+            squash(clause)) for entry in entries if entry.kind == kind and entry.label == label]
+        if not found:
+            return None
+        words = split_words(clause)
+        ends = list(accumulate(map(len, words)))
+        starts = [0, *ends[:-1]]
+        for start, end, internal in found:
+            if start in starts and (end in ends or kind == CONCEPT) and {
+                    b - start for b in ends if start < b < end} <= internal:
+                return " ".join(words[starts.index(start):bisect_right(starts, end - 1)])
+        return None
 
     def _described(self, concepts: set[str], about: set[str]) -> set[str]:
         """A description spread over clauses: "Six digits, which we just sent you by SMS"."""
@@ -1379,6 +1429,7 @@ class Lexicon:
         attached: list[tuple[int, int, str, bool]] = []
         governor_hits: list[tuple[int, int, str, bool]] = []
         firm: set[tuple[int, int]] = set()
+        listed: set[tuple[int, int]] = set()  # the spans of listed secret nouns (a description may share one)
         concept_spans: set[tuple[int, int]] = set()
         concept_words: list[tuple[int, int]] = []  # the words of descriptions found (a governor there is theirs)
         nouns: list[tuple[int, int]] = []  # those naming the thing itself ("key", "code")
@@ -1407,6 +1458,7 @@ class Lexicon:
                             continue
                         firm.add((start, end))  # written exactly so: no other sense applies
                     terms.append((start, end, entry.label))
+                    listed.add((start, end))
                 elif entry.kind == PHRASE:
                     terms.append((start, end, DESCRIBED))
                 else:
@@ -1416,8 +1468,11 @@ class Lexicon:
             seen: dict[str, set[str]] = {}
             for s, e, label in cue_hits:
                 seen.setdefault(label, set()).add(squashed[s:e])
+            # A drafted description in a clause about another kind of code is none of ours ("if you received
+            # a promo code by post", as the concept rules say with their blockers).
+            other = any(label == "other_code" for _, _, label in spans.get(CONCEPT, ()))
             for pid, keys in seen.items():
-                if keys >= set(self._cues.get(pid, ("\x00",))):
+                if keys >= set(self._cues.get(pid, ("\x00",))) and not other:
                     own = [(s, e) for s, e, label in cue_hits if label == pid]
                     terms.append((min(s for s, _ in own), max(e for _, e in own), DESCRIBED))
         concept_hits = spans.get(CONCEPT)
@@ -1470,10 +1525,12 @@ class Lexicon:
             terms = [t for t in terms if t[2] != "secret" or not any(
                 o[:2] == t[:2] and o[2] != "secret" for o in terms)]
         if governors:
-            # A governor inside a secret noun is part of it ("time" in "one time code").
+            # A governor inside a secret noun is part of it ("time" in "one time code"), and inside a listed
+            # description too ("meta", Spanish for a goal, in Yoruba "nọ́mbà mẹ́ta ẹ̀yìn káàdì").
             # A description's span is loose: a governor inside it still governs ("what happened at login").
             governors = [g for g in governors if not any(ts <= g[0] and g[1] <= te and (ts, te) != (g[0], g[1])
-                                                         and (ts, te) not in concept_spans for ts, te, _ in terms)
+                                                         and ((ts, te) not in concept_spans or (ts, te) in listed)
+                                                         for ts, te, _ in terms)
                          and not any(cs <= g[0] and g[1] <= ce for cs, ce in concept_words)]
             if _HANDED_OVER.search(clause):
                 # "Generate a token and paste it below": what the clause makes, it hands over.

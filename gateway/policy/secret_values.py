@@ -59,8 +59,9 @@ _PREFIXES: Final = (
 # A distinctive prefix named on its own ("starts with sk-proj-", "xprv…"): the text shows what a
 # credential looks like.
 _NAMED_PREFIX: Final = re.compile(
-    r"(?<![A-Za-z0-9])(?:sk-proj-|sk-ant-|sk_live_|sk_test_|rk_live_|ghp_|github_pat_|glpat-|xox[bpa]-|"
-    r"SB-Mid-server-|Mid-server-|[xtyz]prv|AGE-SECRET-KEY-|FLWSECK(?:_TEST)?-|ya29\.)(?=$|[\s\"'”»)…]|\.\.\.)")
+    r"(?<![A-Za-z0-9])(?:sk-proj-|sk-ant-|sk_live_|sk_test_|rk_live_|gh[pousr]_|github_pat_|"
+    r"gl(?:pat|dt|ft|soat|rt|cbt|ptt|agent|oas)-|xox[bpa]-|xapp-|hf_|npm_|pypi-|dop_v1_|shp(?:at|ss|ca|pa)_|whsec_|"
+    r"SB-Mid-server-|Mid-server-|[xtyz]prv|AGE-SECRET-KEY-|FLWSECK(?:_TEST)?-|ya29\.)(?=$|[\s\"'”»)…,;]|\.\.\.)")
 _PREFIXED: Final = re.compile(
     rf"(?<![A-Za-z0-9])(?:{'|'.join(_PREFIXES)})[A-Za-z0-9_\-.*x•]{{8,}}"
 )
@@ -100,6 +101,7 @@ def _prefixed(text: str) -> bool:
 
 
 _MAYBE: Final = re.compile(r"[A-Za-z0-9+/=_\-.:]{10,}|BEGIN|eyJ")
+_DIGITS_AS_ZERO: Final = bytes(48 if 48 <= c <= 57 else c for c in range(256))
 _CREDENTIAL_CHARS: Final = bytes(c if chr(c).isalnum() or chr(c) in "+/=_-.:" else 32 for c in range(256))
 
 
@@ -114,8 +116,10 @@ def text_shows_secret(text: str, hex_context: str | None = None) -> bool:
         return True
     if text.isascii():
         # Byte-table split instead of a regex pass: tokens of credential characters, ten or longer.
-        tokens = text.encode("ascii").translate(_CREDENTIAL_CHARS).split()
-        if not any(len(t) >= 10 and not t.isalpha() for t in tokens) and b"BEGIN" not in text.encode("ascii"):
+        raw = text.encode("ascii")
+        tokens = raw.translate(_CREDENTIAL_CHARS).split()
+        if not any(len(t) >= 10 and not t.isalpha() for t in tokens) and b"BEGIN" not in raw \
+                and b"0000 0000 0000 0000" not in raw.translate(_DIGITS_AS_ZERO):  # (a card in groups: `_CARD_SHOWN`)
             return False
     else:
         for token in _MAYBE.findall(text):
@@ -125,6 +129,7 @@ def text_shows_secret(text: str, hex_context: str | None = None) -> bool:
             return False  # no token a credential could hide in (only plain words)
     return bool(_PEM.search(text) or _JWT.search(text) or _prefixed(text) or _VENDOR.search(text)
                 or any(_random_key(m.group(0)) for m in _LONG_TOKEN.finditer(text))
+                or any(_luhn(m.group(0).replace(m.group(1), "")) for m in _CARD_SHOWN.finditer(text))
                 or (hex_context is not None and hex_key_shown(text, hex_context)))
 
 
@@ -140,6 +145,9 @@ def _random_key(token: str) -> bool:
 
 _URL_CREDENTIALS: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:[^/\s@<>{}]{3,}@")
 _CARD: Final = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+# A card number as cards print it, in four groups of four ("e.g. 4539 1488 0343 6467"): in prose only this
+# form counts (a tracking or order number is written in one run, and an IBAN starts with letters).
+_CARD_SHOWN: Final = re.compile(r"(?<![\w-])(?<!\d[ -])\d{4}([ -])\d{4}\1\d{4}\1\d{4}(?![\w-])(?![ -]\d)")
 # Fingerprints, and OpenSSH public-key lines ("ssh-ed25519 AAAAC3Nza... user@host"): public, never a secret.
 _FINGERPRINT: Final = re.compile(r"\b(?:SHA(?:1|256|384|512)|MD5):[A-Za-z0-9+/=:]+|(?<![\w-])(?:ssh-(?:ed25519|rsa|dss)"
                                  r"|ecdsa-sha2-nistp\d+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
@@ -201,14 +209,14 @@ def value_secret_kind(value: str, context: str = "") -> str | None:
     if len(value) < 10:
         # A distinctive prefix alone ("sk-proj-", "ghp_") is a box pre-filled for the user to complete the key.
         return "secret_value" if _NAMED_PREFIX.fullmatch(value.strip()) else None
-    if text_shows_secret(value) or _URL_CREDENTIALS.search(value):
-        return "secret_value"
-    if " " in value.strip() and _seed_phrase(value):
-        return "seed_phrase"
     for match in _CARD.finditer(value):
         digits = re.sub(r"\D", "", match.group(0))
         if 13 <= len(digits) <= 19 and _luhn(digits):
             return "payment_card"
+    if text_shows_secret(value) or _URL_CREDENTIALS.search(value):
+        return "secret_value"
+    if " " in value.strip() and _seed_phrase(value):
+        return "seed_phrase"
     for match in _CANDIDATE.finditer(_FINGERPRINT.sub(" ", value)):  # (fingerprints: see above)
         token = match.group(0)
         if _high_entropy(token):

@@ -292,6 +292,10 @@ _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
     "here", "reply", "secret", "key", "val", "v", "x", "q", "a", "s", "field1", "field0", "field2", "input1",
     "answer1", "content", "credential", "credentials", "auth", "verification", "confirm", "confirmation",
     "current", "new", "old", "again", "repeat", "retype", "re", "enter", "type", "your", "the", "one", "once",
+    # ("Your" in more languages: "Uw antwoord", "Ihre Antwort", "Votre réponse" say no more than "Answer".)
+    "uw", "jouw", "je", "ihr", "ihre", "dein", "deine", "votre", "ta", "ton", "tu", "su", "seu", "sua", "tua",
+    "tuo", "vostra", "vostro", "twoja", "twój", "ваш", "ваша", "ваше", "твой", "твоя", "твій", "din", "ditt", "dit",
+    "teie", "sinu", "sizin", "senin", "anda", "kamu", "aapka", "aapki", "آپ", "کا", "کی",
     "f", "wert", "valor", "valeur", "valore", "waarde", "wartość", "значение", "值", "値", "값",
     "codigo", "código", "kod", "kód", "код", "码", "コード", "코드",
     # ("Answer" in more languages: the box a message's security question points at.)
@@ -317,7 +321,7 @@ _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
     "word", "wort", "mot", "palabra", "palavra", "parola", "woord", "słowo", "slovo", "слово", "kelime", "sana",
     "sõnad", "sõna", "vārdi", "žodžiai", "szavak", "cuvinte", "думи", "λέξεις", "מילים", "كلمات", "शब्द", "単語",
     "단어", "单词", "單詞", "kata", "maneno", "sözlər", "ord", "orð", "riječi", "reči", "besede", "vārds", "žodis",
-    "szó", "cuvânt", "дума", "λέξη", "מילה", "كلمة", "faclan", "facal", "คำ", "คำที่",
+    "szó", "cuvânt", "дума", "λέξη", "מילה", "كلمة", "faclan", "facal", "คำ", "คำที่", "کلمې", "کلمات", "واژه‌ها",
     "inhoud", "contents", "file", "bestand", "datei", "inhalt", "fichier", "contenu", "contenido", "archivo",
     "conteúdo", "arquivo", "van", "het", "des", "der", "de", "nyūryoku", "入力", "입력", "输入", "輸入",
     # So do the words for the digits themselves ("अंक" over "the 16 digits printed on the card").
@@ -823,6 +827,16 @@ class SensitiveFieldDetector:
                 if not (name_scan.asked or desc_scan.asked):
                     return False
         if not (name_scan.asked or title_scan.asked or desc_scan.asked):
+            if field.kind is _FREE and title and description and title_scan.governed \
+                    and description.count(" ") <= 2 and self._lexicon.may_name_secret(title + " " + description):
+                # A noun that runs on from the title into a short description ("Nome de solteira" + "da sua mãe"):
+                # read as one, a name the title seemed to ask for is the secret it names. (A description of
+                # several words is a sentence of its own, read on its own.)
+                joined = self._scan(title + " " + description, True).asked - title_scan.about - desc_scan.about
+                for category in sorted(joined):
+                    add(category, path + ".title")
+                if joined:
+                    return False
             if field.kind is _FREE and _api_key_box(field) and not title_scan.governed \
                     and not self._lexicon.may_name_secret(description):  # ("Public key of the API": another key)
                 add("api_key", path + ".title")
@@ -976,10 +990,16 @@ class SensitiveFieldDetector:
         scan = self._scan(self._live_message(message, [f.title or f.name for f in receivers]), True)
         if not scan.asked:
             return
-        if questions and "security_answer" in scan.asked and scan.asked <= _KNOWLEDGE and not receivers and any(
-                self._scan(f.title, True).about <= _KNOWLEDGE for f in questions):
+        # (Beside fields that take other answers, only a title that is a question is one: "Policy number"
+        # and "What was your first pet's name?"; beside a phone or e-mail field, any such title.)
+        others = [f for f in receivers if not self._identity(f)]
+        if questions and "security_answer" in scan.asked and any(
+                self._scan(f.title, True).about <= _KNOWLEDGE
+                and (not others or f.title.rstrip().endswith(_QUESTION_ENDS)) for f in questions) \
+                and not self._yes_no_question(message, "security_answer", fields):
             add("security_answer", "message")
-            return
+            if scan.asked <= _KNOWLEDGE:
+                return
         for category in sorted(scan.asked):
             # A number or URL field answers a message's ask only when its label says nothing of its own:
             # "Annual income", "Copies", "Limit" are amounts and "Callback URL" a place, whatever the message
@@ -996,12 +1016,18 @@ class SensitiveFieldDetector:
                 continue  # (a question as the title is the security question asked, whatever words it shares)
             if not able or (len(able) > 1 and not any(self._generic(f) for f in able)
                             and not self._quoted(message, able) and not _digit_parts(able, category)
-                            and not self._echoed(message, able, category)):
+                            and not self._echoed(message, able, category)
+                            # (a security question as one field's title: that field takes its answer)
+                            and not (category == "security_answer" and sum(
+                                f.title.rstrip().endswith(_QUESTION_ENDS) for f in able) == 1)):
                 continue
             if category in ("pin", "otp") and (
                     _postal(message, *(f.name + " " + f.title + " " + f.description for f in fields))
                     or any(_postal_pattern(f) for f in fields)) and (category == "pin" or _pin_word(message)):
                 continue  # (the "code" of a postal "PIN code" is no one-time code)
+            if category == "pin" and any(_indian_pin_code(f.title) and f.schema.get("maxLength") != 4 for f in fields) \
+                    and not self._banking(message, fields):
+                continue  # "तुमचा पिन कोड सांगा" over a field "पिन कोड": India's postal code, as the field reads alone
             if category in _MOTTO_CATEGORIES and _says_motto(able, message):
                 continue  # "Navrhnite heslo plesu" over "Heslo plesu (motto)": a motto, not a password
             if category in _DOOR_CATEGORIES and all(_for_courier(f, message) for f in able):
@@ -1063,13 +1089,21 @@ class SensitiveFieldDetector:
             # The shared word is the field's own ("share", "Anteil"), not the secret's noun: a label naming the
             # secret and still asking nothing uses it in another sense ("Heslo (slovníkové)", a headword).
             own = [w for w in words_of(field.title or field.name) if len(w) >= 4 and w not in _GENERIC_FIELD_WORDS
-                   and not self._lexicon.may_name_secret(w)]
+                   and not self._names_secret(w)]
             # (In a script written without spaces between words, a run holds several: the label's word
             # anywhere in it is repeated, "အဖြေ" in "အဖြေကို".)
             return any(w == m or (len(w) >= 5 and len(m) >= 5 and (w.endswith(m) or m.endswith(w)))
                        or (w in m and UNSPACED.match(w) is not None) for w in own for m in said)
 
         return sum(echoes(f) for f in able) == 1
+
+    def _names_secret(self, word: str) -> bool:
+        """Whether one word names a secret or speaks of one (the pre-check alone is wider: "lesegerät" may
+        be a misspelling, and is not)."""
+        if not self._lexicon.may_name_secret(word):
+            return False
+        scan = self._scan(word, False)
+        return bool(scan.asked or scan.about)
 
     def _claimed(self, message: str, field: _Field, category: str) -> bool:
         """Whether another sentence of the message asks for what the field's own label names ("Enter the
@@ -1103,9 +1137,16 @@ class SensitiveFieldDetector:
         questions = [s for s in sentences if s.rstrip().endswith(_QUESTION_ENDS)]
         if not questions:
             return False
-        rest = " ".join(s for s in sentences if s not in questions)
-        return not rest.strip() or (category not in self._scan(rest, True).asked
-                                    and "type_in" not in self._lexicon.concepts_in(rest))
+        # What leads into a question is no question ("We ask the security question you chose: What was your
+        # first pet's name?"): it is read with the other sentences.
+        rest = " ".join([*(s for s in sentences if s not in questions),
+                         *(q[:q.rindex(":")] for q in questions if ":" in q)])
+        if not rest.strip():
+            return True
+        said = self._scan(rest, True)
+        if category == "security_answer" and category in said.about | said.asked:
+            return False  # (the question after it is that security question)
+        return category not in said.asked and "type_in" not in self._lexicon.concepts_in(rest)
 
     @staticmethod
     def _quoted(message: str, able: list[_Field]) -> bool:

@@ -460,7 +460,14 @@ def normalize_text(text: str) -> str:
         folded = undo_overrides(text).translate(_TABLE)
     if "#" in folded:
         folded = _number_sign(folded)
+    if "begin" in folded:
+        # A PEM block's first line ("-----BEGIN", "the BEGIN/END lines") reads as a word of its own,
+        # "armorline": folding would make it the bare word "begin" (and German "Beginn", a start).
+        folded = _PEM_MARKER.sub(" armorline ", folded)
     return folded
+
+
+_PEM_MARKER: Final = re.compile(r"-{3,} ?begin\b|\bbegin ?/ ?end\b")
 
 
 def _number_sign(folded: str) -> str:

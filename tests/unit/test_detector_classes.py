@@ -1987,3 +1987,144 @@ def test_in_a_script_without_spaces_the_label_repeated_inside_a_run_points_at_it
     message = "အကောင့်ဖွင့်စဉ်က သတ်မှတ်ခဲ့သော လုံခြုံရေးမေးခွန်း၏ အဖြေကို ရိုက်ထည့်ပါ။"
     assert blocked(two_fields(message, {"type": "string", "title": "ရည်ညွှန်းနံပါတ်"},
                               {"type": "string", "title": "အဖြေ"}))
+
+
+# -- after blind set 44 (docs/sensitive-fields.md, "Classes after 44") ---------------------------------
+
+@pytest.mark.parametrize(("title", "message"), [
+    ("Beginn des Kurses", "Anmeldung zum Yogakurs."),
+    ("Begin date", "Plan your internship."),
+    ("Kursbeginn der Gruppe", "Anmeldung."),
+])
+def test_the_word_begin_is_no_pem_block(title: str, message: str) -> None:
+    # Folding made "-----BEGIN" the bare word "begin": German "Beginn" (a start) read as a key file.
+    assert not blocked(field(title, message=message))
+
+
+@pytest.mark.parametrize("description", [
+    "Der Text, der mit -----BEGIN beginnt",
+    "Collez le bloc entier, lignes BEGIN/END comprises",
+])
+def test_a_pem_first_line_named_in_a_description_still_asks_for_the_key(description: str) -> None:
+    assert blocked(field("Schlüssel", description, message="Server verbinden."))
+
+
+def test_a_pem_public_key_block_named_in_unspaced_text_asks_nothing() -> None:
+    assert not blocked(field("SSH 公钥", "以 -----BEGIN PGP PUBLIC KEY BLOCK----- 开头", message="上传公钥"))
+
+
+@pytest.mark.parametrize("description", [
+    "Beginnt mit glrt-, zu finden unter Einstellungen",
+    "Commence par hf_, dans vos paramètres",
+    "Empieza por npm_; lo ves en tu perfil",
+    "Zaczyna się od glrt-, znajdziesz go w ustawieniach",
+])
+def test_a_vendor_prefix_named_before_a_comma_shows_the_credential(description: str) -> None:
+    assert blocked(field("Registrierung", description, message="Runner einrichten."))
+
+
+def test_a_question_led_in_by_a_colon_is_the_security_question_not_a_yes_no_question() -> None:
+    # The form's only choice is a duration: the question after the colon is the security question itself.
+    params = two_fields("Zum Schutz stellen wir die Sicherheitsfrage, die Sie gewählt haben: Wie hieß Ihr erstes "
+                        "Haustier?", {"title": "Dauer", "enum": ["1 Jahr", "2 Jahre"]}, {"title": "Ihre Antwort"})
+    assert blocked(params)
+    yes_no = two_fields("Haben Sie eine Sicherheitsfrage eingerichtet?",
+                        {"title": "Antwort", "enum": ["ja", "nein"]}, {"title": "Ihr Name"})
+    assert not blocked(yes_no)
+
+
+@pytest.mark.parametrize("title", ["Votre réponse", "Uw antwoord", "Tu respuesta"])
+def test_a_possessive_says_no_more_than_the_generic_label_it_stands_before(title: str) -> None:
+    message = "Pour continuer, répondez à votre question de sécurité."
+    assert blocked(two_fields(message, {"title": "Numéro de dossier"}, {"title": title}))
+
+
+def test_a_label_word_the_precheck_only_suspects_still_points_at_its_field() -> None:
+    # "Lesegerät" may be a misspelling to the pre-check; it names no secret, so it repeats the message's word.
+    message = "Bitte geben Sie den Code ein, den Ihr TAN-Lesegerät anzeigt."
+    assert blocked(two_fields(message, {"title": "Fahrzeug"}, {"title": "Code vom Lesegerät"}))
+
+
+def test_a_governor_inside_a_listed_description_is_part_of_it() -> None:
+    # Yoruba "nọ́mbà mẹ́ta ẹ̀yìn káàdì" (the three numbers on the back of the card): "meta" folds to a
+    # describing word of other languages, inside the listed description it is the word "three".
+    assert blocked(field("Nọ́mbà mẹ́ta ẹ̀yìn káàdì", message="Sanwó fún tíkẹ́ẹ̀tì rẹ."))
+
+
+@pytest.mark.parametrize(("title", "description"), [
+    ("Nome de solteira", "da sua mãe"),
+    ("Apellido de soltera", "de tu madre"),
+])
+def test_a_noun_that_runs_on_from_the_title_into_the_description_is_read_as_one(title: str,
+                                                                              description: str) -> None:
+    assert blocked(field(title, description, message="Confirme o pedido."))
+
+
+def test_a_name_title_with_an_ordinary_description_stays_a_name() -> None:
+    assert not blocked(field("Nome completo", "como no passaporte", message="Reserva do voo."))
+
+
+def test_a_message_asking_for_the_pin_code_an_indian_pin_code_field_takes_is_postal() -> None:
+    message = "पाणी तक्रारीसाठी तुमचा पिन कोड सांगा."
+    pin = {"title": "पिन कोड", "minLength": 6, "maxLength": 6}
+    assert not blocked(two_fields(message, pin, {"title": "प्रभाग"}))
+    bank = "एटीएम कार्डचा पिन कोड सांगा."
+    assert blocked(two_fields(bank, {"title": "पिन कोड", "maxLength": 4}, {"title": "नाव"}))
+
+
+# -- after blind set 45 ---------------------------------------------------------------------------------
+
+NAME = {"title": "Full name"}
+
+
+@pytest.mark.parametrize(("message", "other"), [
+    ("We will never ask for your PIN, CVV or full card number in this chat.", "Preferred pickup time"),
+    ("Nous ne demandons jamais votre mot de passe, votre code PIN ou votre numéro de carte.", "Heure de passage"),
+])
+def test_a_list_that_runs_on_after_a_negated_clause_is_negated_too(message: str, other: str) -> None:
+    assert not blocked(two_fields(message, NAME, {"title": other}))
+
+
+def test_a_clause_that_asks_after_a_negated_one_still_asks() -> None:
+    message = "Do not share it with anyone, enter your password in the box below."
+    assert blocked(two_fields(message, NAME, {"title": "Value"}))
+
+
+@pytest.mark.parametrize(("message", "other"), [
+    # Kazakh and Russian: "do not write your IIN / SNILS here – it is checked at the desk".
+    ("Донорлыққа жазылу. ЖСН-ді бұл жерге жазбаңыз – оны орында көрсетесіз.", "Аты-жөні"),
+    ("Запись к врачу. СНИЛС сюда не вписывайте – его проверят в регистратуре.", "ФИО"),
+])
+def test_a_spaced_dash_ends_the_clause_a_closing_negation_closes(message: str, other: str) -> None:
+    assert not blocked(two_fields(message, {"title": other}, {"title": "Күні", "format": "date"}))
+
+
+def test_a_drafted_description_in_a_clause_about_a_promo_code_asks_for_nothing() -> None:
+    message = "Si vous avez reçu un code promo par courrier, indiquez-le ci-dessous."
+    assert not blocked(two_fields(message, {"title": "Formule", "enum": ["a", "b"]}, {"title": "Code promo"}))
+
+
+@pytest.mark.parametrize("title", ["AP1 k1íč", "Pr1vate k3y f1le", "k1ucz AP1"])
+def test_leet_one_is_read_as_i_or_l_word_by_word(title: str) -> None:
+    assert blocked(field(title, message="Připojení k serveru."))
+
+
+@pytest.mark.parametrize("description", ["for example 4111 1111 1111 1111", "z. B. 5500-0000-0000-0004"])
+def test_a_card_number_shown_in_groups_of_four_asks_for_a_card(description: str) -> None:
+    assert blocked(field("Card", description, message="Monthly parking permit."))
+
+
+@pytest.mark.parametrize("description", ["IBAN DE89 3704 0044 0532 0130 00", "RS35 2600 0560 1001 6113 79",
+                                         "for example 4111 1111 1111 1112"])
+def test_an_iban_or_a_number_that_fails_the_card_check_is_no_card(description: str) -> None:
+    assert not blocked(field("Account", description, message="Refund details."))
+
+
+def test_a_security_question_as_one_of_two_titles_takes_the_answer() -> None:
+    message = "Zmieniasz dane do wypłaty. Potwierdź, że to Ty – odpowiedz na pytanie pomocnicze."
+    assert blocked(two_fields(message, {"title": "Numer umowy"}, {"title": "W jakim mieście się urodziłeś?"}))
+
+
+def test_a_security_question_title_beside_a_phone_field_takes_the_answer() -> None:
+    message = "To move your appointment, please answer the security question you set."
+    assert blocked(two_fields(message, {"title": "Phone number"}, {"title": "Name of your first school"}))
