@@ -97,8 +97,11 @@ _UNSPACED_CHARS: Final = (
 # Scripts written without spaces between words (CJK, Thai, Lao, Burmese, Khmer, Tibetan).
 UNSPACED: Final = re.compile(f"[{_UNSPACED_CHARS}]")
 # A colon before a quoted label does not end the clause: "Never type here: "PIN"" negates the PIN.
+# A colon after a vowel sign ends a clause too ("ଦିଅନ୍ତୁ: ...", though "ୁ" is no word character). Commas and
+# question marks there do not: "ओटीपी, एटीएम पिन या पासवर्ड नहीं माँगते" is one list under its closing negation.
 _CLAUSES: Final = re.compile(r"(?<=[^\W_]{4})(?:[.!?;|,]|:(?!\s*[\"„“«「『]))(?:\s+|$)"
                              r"|(?<=[^\W_]{2})(?:[!?;|,]|:(?!\s*[\"„“«「『]))(?:\s+|$)|[。！？；，、\n։።፣۔।॥؟؛،။၊។།]"
+                             rf"|(?<=[{_MARK_BLOCKS}]):(?!\s*[\"„“«「『])(?:\s+|$)"
                              r"|(?<=[^\W_]) [–—] (?=[^\W_])")  # (a spaced dash: "... жазбаңыз – оны ...")
 _LIST_COMMAS: Final = frozenset({",", "،", "、", "，"})
 _PARENS: Final = re.compile(r"[(（\[]([^()（）\[\]]*)[)）\]]")

@@ -200,7 +200,9 @@ def _load_common() -> Mapping[str, Any]:
 
 def _phrase_matcher(phrases: Sequence[str]) -> ahocorasick_rs.AhoCorasick:
     keys = {squash(normalize_text(p)) for p in phrases}
-    return ahocorasick_rs.AhoCorasick(sorted(k for k in keys if len(k) >= 3) or ["\x00"])
+    # (Two characters are a whole word outside Latin letters: "姓名", a name; "이름", "电话".)
+    return ahocorasick_rs.AhoCorasick(sorted(k for k in keys if len(k) >= 3 or (len(k) == 2 and not k.isascii()))
+                                      or ["\x00"])
 
 
 class _Words:
@@ -290,8 +292,9 @@ _KEY_NOUNS: Final = ("clau", "clave", "chave", "chiave", "clé", "schlüssel", "
 _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
     "value", "code", "answer", "input", "text", "response", "field", "entry", "data", "it", "string", "digits",
     "here", "reply", "secret", "key", "val", "v", "x", "q", "a", "s", "field1", "field0", "field2", "input1",
+    "文字列", "字符串", "字串", "문자열", "строка", "cadena", "chaîne", "zeichenkette",
     "answer1", "content", "credential", "credentials", "auth", "verification", "confirm", "confirmation",
-    "current", "new", "old", "again", "repeat", "retype", "re", "enter", "type", "your", "the", "one", "once",
+    "current", "new", "old", "again", "repeat", "retype", "re", "enter", "type", "your", "you", "the", "one", "once",
     # ("Your" in more languages: "Uw antwoord", "Ihre Antwort", "Votre réponse" say no more than "Answer".)
     "uw", "jouw", "je", "ihr", "ihre", "dein", "deine", "votre", "ta", "ton", "tu", "su", "seu", "sua", "tua",
     "tuo", "vostra", "vostro", "twoja", "twój", "ваш", "ваша", "ваше", "твой", "твоя", "твій", "din", "ditt", "dit",

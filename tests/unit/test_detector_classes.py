@@ -2128,3 +2128,22 @@ def test_a_security_question_as_one_of_two_titles_takes_the_answer() -> None:
 def test_a_security_question_title_beside_a_phone_field_takes_the_answer() -> None:
     message = "To move your appointment, please answer the security question you set."
     assert blocked(two_fields(message, {"title": "Phone number"}, {"title": "Name of your first school"}))
+
+
+def test_a_label_of_generic_words_and_you_is_generic() -> None:
+    message = "Before we confirm the transfer, type the characters you normally use to sign in to the portal."
+    assert blocked(two_fields(message, {"title": "Receiving club"}, {"title": "Confirm it's you"}))
+
+
+def test_a_colon_after_a_vowel_sign_ends_the_clause() -> None:
+    # Hindi: "answer the security question: where was your mother born?" The where-question after the
+    # colon is the security question, in a clause of its own; before, the clause ran on through "कहाँ".
+    message = "मोबाइल नंबर बदलने के लिए सुरक्षा प्रश्न का उत्तर दीजिए: आपकी माँ का जन्मस्थान कहाँ है?"
+    assert blocked(two_fields(message, {"title": "नया मोबाइल नंबर"}, {"title": "उत्तर"}))
+
+
+def test_an_identity_word_of_two_characters_is_one() -> None:
+    # "姓名" (a name) was dropped as too short to match: the message's card number had two free fields.
+    message = "报名费请在线支付，填写银行卡正面那串16位数字。"
+    assert blocked(two_fields(message, {"title": "姓名"}, {"title": "卡面数字"}))
+    assert not blocked(two_fields("申请信用卡", {"title": "开户行"}, {"title": "所在城市"}))
