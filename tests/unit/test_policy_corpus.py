@@ -202,6 +202,8 @@ BLIND_FLOORS = [
     # First sight 546/560, 11/340, 0 (95% of forms with 2-5 fields; the same with the detector of the session's
     # start, fa94d13); these after the round on it.
     ("blind45", 940, 558, 2, 0),
+    # First sight 555/560, 11/340, 0 (81% of forms with 2-5 fields; written after the round on sets 44 and 45).
+    ("blind46", 940, 555, 11, 0),
 ]
 
 
