@@ -311,8 +311,12 @@ class _Builder:
             # A short governor that folding strips of its diacritics ("tên": a name) would meet ordinary
             # words of other languages ("ten"): it counts only as written.
             exact = unicodedata.normalize("NFC", phrase.strip("*~ ")).casefold()
-        entry = _Entry(kind, label, len(key), internal, stem, infix, unspaced,
-                       kind == TERM and len(key) <= 4 and key.isascii() and key.isalpha() and key not in _STRONG_SHORT,
+        # A short term is weak (it counts in capitals, or as a whole label): a Latin one of four letters, and
+        # one of another script listed in capitals ("ЖИН", an ID in Kyrgyz, is "Жин" in Mongolian: weight).
+        written = phrase.strip("*~= ")
+        weak = kind == TERM and len(key) <= 4 and key not in _STRONG_SHORT and (
+            (key.isascii() and key.isalpha()) or (not unspaced and written.isupper() and written.isalpha()))
+        entry = _Entry(kind, label, len(key), internal, stem, infix, unspaced, weak,
                        len(words) > 1 and not unspaced and any(len(w) <= 2 for w in words), exact)
         if kind == TERM and exact is None:
             self._acronyms(phrase, label)
@@ -1741,8 +1745,12 @@ def _acronym_shown(key: str, original: str) -> bool:
     if not original.isascii():
         bare = "".join(c for c in unicodedata.normalize("NFD", INVISIBLE.sub("", original))
                        if not unicodedata.combining(c))
-        if any(w.isupper() and normalize_text(w) == key for w in _SEPARATORS.split(bare) if w):
+        parts = [w for w in _SEPARATORS.split(bare) if w]
+        if any(w.isupper() and normalize_text(w) == key for w in parts):
             return True  # capitals of any script or style, marks aside ("EГН" with a Latin E, "ṄȦṠ", "ＴＡＮ")
+        spelt = "".join(w for w in parts if len(w) == 1 and w.isupper())
+        if len(spelt) >= 2 and normalize_text(spelt) == key:
+            return True  # capitals spelt apart ("Ј-М-Б-Г", "Е.М.Б.Г")
     if len(key) == 2:
         return len(words) == 1  # "ww", "mk": only as the whole label
     return len(words) <= (1 if len(key) == 3 else 2)

@@ -404,6 +404,13 @@ def _names_title(name: str, title: str) -> bool:
     return len(key[0]) <= 2 or all(c in letters for c in key[0])
 
 
+def _prefix_of_compound(name: str, title: str) -> bool:
+    """Whether the identifier is the first part of a title of one word (a remark aside): `geheim` over
+    "Geheimzutat (freiwillig)", a compound whose head is something else."""
+    key, words = words_of(name), words_of(_REMARK.sub(" ", title))
+    return len(key) == 1 and len(words) == 1 and len(words[0]) > len(key[0]) >= 4 and words[0].startswith(key[0])
+
+
 def _common_prefix(one: str, other: str) -> int:
     return next((i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b), min(len(one), len(other)))
 
@@ -878,10 +885,11 @@ class SensitiveFieldDetector:
                 if not _receives(category, field.kind) or category in other_sense:
                     continue
                 if not suffix and category in title_scan.about and not title_scan.asked and (
-                        field.kind is not _FREE or title_scan.governed):
+                        field.kind is not _FREE or title_scan.governed or _prefix_of_compound(field.name, title)):
                     # The title only mentions what the identifier names: a number counting it ("Ile kodów
                     # zapasowych Ci zostało?"), a text naming or describing it. ("Choose the password you
-                    # want to use" over `wachtwoord` still asks: choosing a secret is setting one.)
+                    # want to use" over `wachtwoord` still asks: choosing a secret is setting one. An identifier
+                    # that starts a one-word title reads as the title does: `geheim` over "Geheimzutat".)
                     continue
                 if category in _MOTTO_CATEGORIES and _says_motto([field], message):
                     continue

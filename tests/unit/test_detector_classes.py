@@ -2147,3 +2147,36 @@ def test_an_identity_word_of_two_characters_is_one() -> None:
     message = "报名费请在线支付，填写银行卡正面那串16位数字。"
     assert blocked(two_fields(message, {"title": "姓名"}, {"title": "卡面数字"}))
     assert not blocked(two_fields("申请信用卡", {"title": "开户行"}, {"title": "所在城市"}))
+
+
+# -- after blind set 46 ---------------------------------------------------------------------------------
+
+def test_a_short_term_listed_in_capitals_of_another_script_counts_in_capitals() -> None:
+    # Kyrgyz "ЖИН" (a personal ID number) is Mongolian "Жин" (weight); capitals spelt apart still count.
+    assert not blocked(field("Жин (кг)", message="Ачаа илгээх."))
+    assert blocked(field("ЖИН", message="Катталуу."))
+    assert blocked(field("Е.М.Б.Г", message="Отворање сметка."))
+
+
+@pytest.mark.parametrize("title", ["Geheimrezept (freiwillig)", "Geheimzutat"])
+def test_an_identifier_that_starts_a_one_word_title_reads_as_the_title(title: str) -> None:
+    assert not blocked(field(title, name="geheim", message="Kochwettbewerb der Stadt."))
+    assert blocked(field("Geheimzahl", name="geheim", message="Karte sperren."))
+
+
+def test_swedish_losen_is_the_password_only_on_a_sign_in_form() -> None:
+    # German "lösen" (to redeem) folds to Swedish "lösen" (a password word): only a sign-in form makes it one.
+    redeem = two_fields("Sie haben einen Gutschein bekommen? Lösen Sie ihn hier ein.", {"title": "Gutscheincode"},
+                        {"title": "Name"})
+    assert not blocked(redeem)
+    assert blocked(two_fields("Logga in på kundportalen.", {"title": "Användarnamn"}, {"title": "Lösen"}))
+
+
+def test_a_slogan_proposed_under_the_password_word_is_a_motto() -> None:
+    assert not blocked(two_fields("Mi legyen a nyári gyűjtés jelszava?", {"title": "Jelszó-javaslat"}, {"title": "Név"}))
+
+
+def test_type_to_unlock_about_another_kind_of_code_describes_no_password() -> None:
+    # Estonian: "found the hint code on the treasure map? Enter it to open the next task".
+    message = "Leidsite aardekaardilt vihjekoodi? Sisestage see, et avada järgmine ülesanne."
+    assert not blocked(two_fields(message, {"title": "Kood"}, {"title": "Meeskond"}))

@@ -184,7 +184,7 @@ BLIND_FLOORS = [
     # First sight 540/560, 7/340, 0 (forms of 2-5 fields); these after the blind-36 round.
     ("blind36", 940, 546, 2, 0),
     # First sight 533/560, 11/340, 0 (forms of 2-5 fields); these after the blind-37 round.
-    ("blind37", 940, 538, 5, 0),
+    ("blind37", 940, 538, 4, 0),
     # First sight 528/560, 3/340, 0 (forms of 2-5 fields); these after the blind-38 round.
     ("blind38", 940, 552, 0, 0),
     # First sight 540/560, 6/340, 0 (forms of 2-5 fields); these after the blind-39 round.
@@ -202,8 +202,9 @@ BLIND_FLOORS = [
     # First sight 546/560, 11/340, 0 (95% of forms with 2-5 fields; the same with the detector of the session's
     # start, fa94d13); these after the round on it.
     ("blind45", 940, 558, 2, 0),
-    # First sight 555/560, 11/340, 0 (81% of forms with 2-5 fields; written after the round on sets 44 and 45).
-    ("blind46", 940, 555, 11, 0),
+    # First sight 555/560, 11/340, 0 (81% of forms with 2-5 fields; written after the round on sets 44 and 45);
+    # these after the round on it.
+    ("blind46", 940, 559, 2, 0),
 ]
 
 
