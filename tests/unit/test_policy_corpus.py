@@ -205,6 +205,8 @@ BLIND_FLOORS = [
     # First sight 555/560, 11/340, 0 (81% of forms with 2-5 fields; written after the round on sets 44 and 45);
     # these after the round on it.
     ("blind46", 940, 559, 2, 0),
+    # Unread: first-sight figures (98% of forms with 2-5 fields; written after the round on set 46).
+    ("blind47", 940, 555, 12, 0),
 ]
 
 
