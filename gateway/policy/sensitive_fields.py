@@ -303,6 +303,7 @@ _GENERIC_FIELD_WORDS: Final = frozenset(w for entry in (
     "codigo", "código", "kod", "kód", "код", "码", "コード", "코드",
     # ("Answer" in more languages: the box a message's security question points at.)
     "respuesta", "réponse", "antwort", "risposta", "resposta", "antwoord", "odpowiedź", "ответ", "відповідь",
+    "câu trả lời", "trả lời",
     "cevap", "jawaban", "jawab", "उत्तर", "জবাব", "উত্তর", "பதில்", "సమాధానం", "ಉತ್ತರ", "ഉത്തരം", "ਜਵਾਬ",
     "જવાબ", "ଉତ୍ତର", "جواب", "پاسخ", "תשובה", "απάντηση", "回答", "答案", "답변", "คำตอบ", "svar", "vastaus",
     "válasz", "odpověď", "odgovor", "atsakymas", "atbilde", "vastus", "răspuns", "отговор", "одговор",

@@ -77,6 +77,9 @@ _MAX_HOPS: Final = 3
 _MANUAL_SKELETON: Final = {"ω": "w", "ѡ": "w", "ԝ": "w", "ш": "w", "т": "t", "τ": "t", "м": "m", "п": "n",
                            "η": "n", "κ": "k", "ν": "v", "υ": "u", "χ": "x", "ѕ": "s", "ј": "j", "ԁ": "d",
                            "ɡ": "g", "в": "b", "ь": "b", "ι": "i", "і": "i", "ı": "i"}
+# Letters of two scripts drawn the same that have no ASCII skeleton: Cyrillic schwa in an Azerbaijani word
+# ("Şifrә") is the Latin one (Kazakh, which writes the Cyrillic one, folds the same way on both sides).
+_TWIN_LETTERS: Final = {"\u04d9": "\u0259"}
 _STYLED_LATIN: Final = re.compile(
     r"(?:LATIN|REGIONAL INDICATOR SYMBOL)\b.*?\b(?:LETTER|CAPITAL|SMALL) "
     r"(?:(?:SMALL CAPITAL|CAPITAL|SMALL|TURNED|REVERSED|INVERTED|SCRIPT|DOTLESS|OPEN|CLOSED|LONG|BARRED|"
@@ -212,6 +215,8 @@ def _fold_char(char: str) -> str:
         if target is None:
             styled = _STYLED_LATIN.search(unicodedata.name(piece, ""))
             target = styled.group(1).lower() if styled else None
+        if target is None:
+            target = _TWIN_LETTERS.get(piece)
         out.append(target if target is not None else unicodedata.normalize("NFC", piece))
     return unicodedata.normalize("NFC", "".join(out))
 

@@ -2180,3 +2180,25 @@ def test_type_to_unlock_about_another_kind_of_code_describes_no_password() -> No
     # Estonian: "found the hint code on the treasure map? Enter it to open the next task".
     message = "Leidsite aardekaardilt vihjekoodi? Sisestage see, et avada järgmine ülesanne."
     assert not blocked(two_fields(message, {"title": "Kood"}, {"title": "Meeskond"}))
+
+
+# -- after blind set 47 ---------------------------------------------------------------------------------
+
+def test_a_cyrillic_schwa_in_a_latin_word_is_the_latin_schwa() -> None:
+    assert blocked(two_fields("Teatr portalına daxil olun.", {"title": "İstifadəçi adı"}, {"title": "Şifrә"}))
+
+
+def test_a_booking_code_in_spanish_or_catalan_is_no_backup_code() -> None:
+    message = "Para cambiar la fecha de la visita, escribe el código de reserva que te enviamos."
+    assert not blocked(two_fields(message, {"title": "Código de reserva"}, {"title": "Nueva fecha", "format": "date"}))
+
+
+def test_a_vietnamese_answer_label_is_generic() -> None:
+    # Vietnamese syllables are shorter than the words a label may repeat from the message: only the generic
+    # words tell "Câu trả lời" (the answer) from a question shown as a default.
+    message = "Nhà sách Phương Nam – tài khoản hội viên. Để đăng nhập lại, hãy trả lời câu hỏi bảo mật của bạn."
+    params = {"mode": "form", "message": message, "requestedSchema": {"type": "object", "properties": {
+        "sdt": {"type": "string", "title": "Số điện thoại"},
+        "q": {"type": "string", "title": "Câu hỏi", "default": "Bạn lớn lên ở thành phố nào?"},
+        "a": {"type": "string", "title": "Câu trả lời"}}}}
+    assert blocked(params)
