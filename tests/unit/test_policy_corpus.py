@@ -208,6 +208,8 @@ BLIND_FLOORS = [
     # First sight 555/560, 12/340, 0 (98% of forms with 2-5 fields; written after the round on set 46); these
     # after the round on it.
     ("blind47", 940, 559, 5, 0),
+    # Unread: first-sight figures (939 of 940 forms with 2-5 fields; written after the round on set 47).
+    ("blind48", 940, 552, 13, 1),
 ]
 
 
