@@ -889,10 +889,9 @@ class Lexicon:
             if number > first_glued and glued_readings and reading == glued_readings[-1] and (asked or about):
                 continue  # short pieces joined: a last resort, when nothing else was read
             # A parenthesis annotates what stands before it: read on its own, and the rest without it.
-            clauses = _CLAUSES.split(_PARENS.sub(" ", reading)) if "(" in reading or "（" in reading else \
-                _CLAUSES.split(reading)
-            if prose and len(clauses) > 1 and ("," in reading or "،" in reading or "、" in reading):
-                clauses = self._negated_lists(_PARENS.sub(" ", reading) if "(" in reading else reading, clauses)
+            text = _PARENS.sub(" ", reading) if "(" in reading or "（" in reading else reading
+            clauses = self._negated_lists(text) if prose and ("," in text or "،" in text or "、" in text) else \
+                _CLAUSES.split(text)
             found: set[str] = set()
             is_glued = number >= first_glued
             own_about: set[str] = set() if number > 0 else about
@@ -959,21 +958,24 @@ class Lexicon:
         as_l = match.group(0).translate(_LEET_L).translate(_LEET)
         return as_l if as_l in self._known else as_i
 
-    def _negated_lists(self, text: str, clauses: list[str]) -> list[str]:
-        """`clauses`, a list that runs on after a negated clause's comma negated too: "we will never ask for
-        your card PIN, security code or card number" negates all three (the negation's words are read again
-        before the list). A clause that asks itself ("..., type it below") runs on no negation."""
-        delimiters = [m.group(0).strip() for m in _CLAUSES.finditer(text)]
-        if len(delimiters) != len(clauses) - 1:
-            return clauses
-        out = [clauses[0]]
-        negation = self._word_hit(clauses[0], NEGATION, "negation")
-        for delimiter, clause in zip(delimiters, clauses[1:], strict=True):
+    def _negated_lists(self, text: str) -> list[str]:
+        """The clauses of `text` (as `_CLAUSES.split`), a list that runs on after a negated clause's comma
+        negated too: "we will never ask for your card PIN, security code or card number" negates all three
+        (the negation's words are read again before the list). A clause that asks itself ("..., type it
+        below") runs on no negation."""
+        out: list[str] = []
+        negation: str | None = None
+        start = 0
+        delimiter = ""
+        for match in (*_CLAUSES.finditer(text), None):
+            clause = text[start:match.start()] if match is not None else text[start:]
             if negation and delimiter in _LIST_COMMAS and clause and not self._word_hit(clause, CONCEPT, "type_in"):
                 out.append(negation + " " + clause)
-                continue
-            out.append(clause)
-            negation = self._word_hit(clause, NEGATION, "negation")
+            else:
+                out.append(clause)
+                negation = self._word_hit(clause, NEGATION, "negation") if clause else None
+            if match is not None:
+                start, delimiter = match.end(), match.group(0).strip()
         return out
 
     def _word_hit(self, clause: str, kind: int, label: str) -> str | None:

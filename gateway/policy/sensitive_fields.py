@@ -1004,11 +1004,10 @@ class SensitiveFieldDetector:
             return
         # (Beside fields that take other answers, only a title that is a question is one: "Policy number"
         # and "What was your first pet's name?"; beside a phone or e-mail field, any such title.)
-        others = [f for f in receivers if not self._identity(f)]
         if questions and "security_answer" in scan.asked and any(
                 self._scan(f.title, True).about <= _KNOWLEDGE
-                and (not others or f.title.rstrip().endswith(_QUESTION_ENDS)) for f in questions) \
-                and not self._yes_no_question(message, "security_answer", fields):
+                and (f.title.rstrip().endswith(_QUESTION_ENDS) or all(self._identity(r) for r in receivers))
+                for f in questions) and not self._yes_no_question(message, "security_answer", fields):
             add("security_answer", "message")
             if scan.asked <= _KNOWLEDGE:
                 return

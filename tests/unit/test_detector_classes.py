@@ -2128,6 +2128,10 @@ def test_a_security_question_as_one_of_two_titles_takes_the_answer() -> None:
 def test_a_security_question_title_beside_a_phone_field_takes_the_answer() -> None:
     message = "To move your appointment, please answer the security question you set."
     assert blocked(two_fields(message, {"title": "Phone number"}, {"title": "Name of your first school"}))
+    # Thai: "confirm it is you before changing the delivery address: answer the security question you set",
+    # beside "Phone number" and "Name of your secondary school" (no question mark).
+    message = "ยืนยันตัวตนก่อนเปลี่ยนที่อยู่จัดส่ง กรุณาตอบคำถามความปลอดภัยที่คุณตั้งไว้"
+    assert blocked(two_fields(message, {"title": "เบอร์โทรศัพท์"}, {"title": "ชื่อโรงเรียนมัธยมของคุณ"}))
 
 
 def test_a_label_of_generic_words_and_you_is_generic() -> None:
